@@ -1,0 +1,44 @@
+# magnum-conductor in Go. `make help` lists the targets.
+GO        ?= go
+BIN       := bin
+CONF      ?= etc/magnum/magnum-dev.conf
+PKGS      := ./...
+BINARIES  := magnum-conductor magnum-db-manage magnumctl
+GOTESTFLAGS ?= -count=1 -timeout 40m
+
+.PHONY: help build run test unit bench lint services sample clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build every binary into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+run: build ## start magnum-conductor on the embedded default (SQLite file under var/, RabbitMQ on 127.0.0.1)
+	@mkdir -p var
+	$(BIN)/magnum-conductor --config-file $(CONF)
+
+test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make services`)
+	$(GO) vet $(PKGS)
+	$(GO) test $(GOTESTFLAGS) $(PKGS)
+
+unit: ## only the tests that need no service
+	$(GO) test -short -count=1 $(PKGS)
+
+bench: build ## benchmarks, and the side-by-side comparison with the Python conductor
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./api/... ./certmanager/... ./periodic/... ./drivers/...
+	$(GO) run ./test/bench
+
+lint: ## gofmt, go vet and staticcheck-style checks
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+
+services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
+	bash .ci/services
+
+sample: ## regenerate etc/magnum/magnum.conf.sample
+	$(GO) run ./config/gen > etc/magnum/magnum.conf.sample
+
+clean: ## remove build output and the embedded database
+	rm -rf $(BIN) var
