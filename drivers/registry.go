@@ -1,0 +1,113 @@
+package drivers
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+// Registry selects the driver of a cluster template (the Go twin of
+// Driver.get_driver and get_driver_for_cluster). It is immutable once built
+// and safe for concurrent use.
+//
+// Unlike Magnum (reference §K.19), two drivers claiming one key or one name
+// are a start-up error instead of "last entry point wins", and a disabled
+// driver is refused also when a template names it explicitly.
+type Registry struct {
+	byName   map[string]Driver
+	byKey    map[Key]Driver
+	disabled map[string]bool
+	names    []string
+}
+
+// NewRegistry builds a registry from ds, skipping the drivers named in
+// disabled ([drivers]disabled_drivers). Two drivers with one name, or two
+// enabled drivers providing one (server_type, os, coe) key, are an error.
+func NewRegistry(disabled []string, ds ...Driver) (*Registry, error) {
+	r := &Registry{
+		byName:   make(map[string]Driver, len(ds)),
+		byKey:    make(map[Key]Driver),
+		disabled: make(map[string]bool, len(disabled)),
+	}
+	for _, n := range disabled {
+		r.disabled[n] = true
+	}
+	seen := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		if d == nil {
+			return nil, fmt.Errorf("drivers: nil driver")
+		}
+		name := d.Name()
+		if name == "" {
+			return nil, fmt.Errorf("drivers: driver %T has an empty name", d)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("drivers: two drivers are registered under the name %q", name)
+		}
+		seen[name] = true
+		if r.disabled[name] {
+			continue
+		}
+		for _, k := range d.Provides() {
+			if other, ok := r.byKey[k]; ok {
+				return nil, fmt.Errorf("drivers: drivers %q and %q both provide (%s, %s, %s)",
+					other.Name(), name, k.ServerType, k.OS, k.COE)
+			}
+			r.byKey[k] = d
+		}
+		r.byName[name] = d
+		r.names = append(r.names, name)
+	}
+	sort.Strings(r.names)
+	return r, nil
+}
+
+// ForTemplate returns the driver for ct: the driver named by ct.Driver when
+// it is set, else the one providing (server_type, cluster_distro, coe).
+// It returns ClusterTypeNotSupported when none matches or the driver is
+// disabled.
+func (r *Registry) ForTemplate(ct *objects.ClusterTemplate) (Driver, error) {
+	if ct == nil {
+		return nil, exception.New("ClusterTypeNotSupported", map[string]any{
+			"server_type": nil, "os": nil, "coe": nil})
+	}
+	if name := objects.Deref(ct.Driver); name != "" {
+		if d, ok := r.byName[name]; ok {
+			return d, nil
+		}
+		reason := "is not registered"
+		if r.disabled[name] {
+			reason = "is disabled"
+		}
+		return nil, exception.WithMessage("ClusterTypeNotSupported",
+			"Cluster driver %(driver)s "+reason+".", map[string]any{
+				"driver": name, "server_type": pyNone(ct.ServerType), "os": pyNone(ct.ClusterDistro),
+				"coe": ct.Coe})
+	}
+	k := Key{ServerType: objects.Deref(ct.ServerType), OS: objects.Deref(ct.ClusterDistro), COE: ct.Coe}
+	if d, ok := r.byKey[k]; ok {
+		return d, nil
+	}
+	return nil, exception.New("ClusterTypeNotSupported", map[string]any{
+		"server_type": pyNone(ct.ServerType), "os": pyNone(ct.ClusterDistro), "coe": ct.Coe})
+}
+
+// Driver returns the enabled driver registered under name.
+func (r *Registry) Driver(name string) (Driver, bool) {
+	d, ok := r.byName[name]
+	return d, ok
+}
+
+// Names returns the names of the enabled drivers, sorted.
+func (r *Registry) Names() []string { return slices.Clone(r.names) }
+
+// pyNone renders a nullable string as Python would format it in a message.
+func pyNone(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}

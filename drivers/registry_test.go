@@ -1,0 +1,97 @@
+package drivers_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
+)
+
+type fakeDriver struct {
+	drivers.Driver
+	name string
+	keys []drivers.Key
+}
+
+func (f *fakeDriver) Name() string            { return f.name }
+func (f *fakeDriver) Provides() []drivers.Key { return f.keys }
+
+func (f *fakeDriver) UpdateClusterStatus(context.Context, *objects.Cluster, []*objects.NodeGroup) error {
+	return nil
+}
+
+func key(os string) drivers.Key { return drivers.Key{ServerType: "vm", OS: os, COE: "kubernetes"} }
+
+func TestNewRegistryRejectsDuplicates(t *testing.T) {
+	a := &fakeDriver{name: "a", keys: []drivers.Key{key("x")}}
+	for _, tc := range []struct {
+		name     string
+		disabled []string
+		ds       []drivers.Driver
+		wantErr  bool
+	}{
+		{"distinct", nil, []drivers.Driver{a, &fakeDriver{name: "b", keys: []drivers.Key{key("y")}}}, false},
+		{"same key", nil, []drivers.Driver{a, &fakeDriver{name: "b", keys: []drivers.Key{key("x")}}}, true},
+		{"same name", nil, []drivers.Driver{a, &fakeDriver{name: "a", keys: []drivers.Key{key("y")}}}, true},
+		{"same name one disabled", []string{"a"}, []drivers.Driver{a, &fakeDriver{name: "a"}}, true},
+		{"same key one disabled", []string{"b"}, []drivers.Driver{a, &fakeDriver{name: "b", keys: []drivers.Key{key("x")}}}, false},
+		{"empty name", nil, []drivers.Driver{&fakeDriver{}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := drivers.NewRegistry(tc.disabled, tc.ds...)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestForTemplateSelectsByNameThenKey(t *testing.T) {
+	a := &fakeDriver{name: "a", keys: []drivers.Key{key("x")}}
+	b := &fakeDriver{name: "b", keys: []drivers.Key{key("y")}}
+	off := &fakeDriver{name: "off", keys: []drivers.Key{key("z")}}
+	r, err := drivers.NewRegistry([]string{"off"}, a, b, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Names(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("Names = %v", got)
+	}
+	notSupported := exception.New("ClusterTypeNotSupported", nil)
+	for _, tc := range []struct {
+		name    string
+		ct      *objects.ClusterTemplate
+		want    drivers.Driver
+		wantMsg string
+	}{
+		{"by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, b, ""},
+		{"name wins over key", &objects.ClusterTemplate{Driver: objects.Str("a"), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, a, ""},
+		{"empty name falls back to key", &objects.ClusterTemplate{Driver: objects.Str(""), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, a, ""},
+		{"unknown key", &objects.ClusterTemplate{ServerType: objects.Str("bm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, nil, "Cluster type (bm, x, kubernetes) not supported."},
+		{"null distro", &objects.ClusterTemplate{ServerType: objects.Str("vm"), Coe: "kubernetes"}, nil, "Cluster type (vm, None, kubernetes) not supported."},
+		{"disabled by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("z"), Coe: "kubernetes"}, nil, "Cluster type (vm, z, kubernetes) not supported."},
+		{"disabled by name", &objects.ClusterTemplate{Driver: objects.Str("off")}, nil, "Cluster driver off is disabled."},
+		{"unknown name", &objects.ClusterTemplate{Driver: objects.Str("nope")}, nil, "Cluster driver nope is not registered."},
+		{"nil template", nil, nil, "Cluster type (None, None, None) not supported."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := r.ForTemplate(tc.ct)
+			if tc.want != nil {
+				if err != nil || d != tc.want {
+					t.Fatalf("got %v, %v; want %s", d, err, tc.want.Name())
+				}
+				return
+			}
+			if !errors.Is(err, notSupported) || !errors.Is(err, exception.NotSupported("")) {
+				t.Fatalf("err = %v, want ClusterTypeNotSupported", err)
+			}
+			if err.Error() != tc.wantMsg {
+				t.Fatalf("message = %q, want %q", err.Error(), tc.wantMsg)
+			}
+		})
+	}
+}
