@@ -1,6 +1,18 @@
 // Package objects holds Magnum's versioned objects (oslo.versionedobjects) as
 // Go types, and their primitive codec.
+//
+// Set and changed fields follow oslo.versionedobjects. A field is set when
+// it came in a primitive, was set by ResetChanges (which, like loading a row
+// with _from_db_object, marks every field set), was named by MarkChanged, or
+// holds a non-zero Go value. A field changed when it was declared changed on
+// the wire or with MarkChanged, or when its value differs from the snapshot
+// taken at decode or at the last ResetChanges.
 package objects
+
+import (
+	"reflect"
+	"slices"
+)
 
 // Meta is embedded in every object. It records which fields are set and
 // which changed since the object was loaded or last saved, as
@@ -9,10 +21,12 @@ package objects
 // ResetChanges (or decode), plus the changes a peer declared on the wire.
 type Meta struct {
 	// base holds each set field's primitive at the last reset; a field
-	// absent from base was not set then.
+	// absent from base was not set then. For object fields it holds the
+	// child pointer.
 	base map[string]any
 	// declared holds changes named by a received primitive's
-	// "magnum_object.changes" that have not been reset since.
+	// "magnum_object.changes" or by MarkChanged that have not been reset
+	// since.
 	declared map[string]bool
 	// version is the version the object was received at ("" when built
 	// locally).
@@ -24,3 +38,179 @@ func (m *Meta) meta() *Meta { return m }
 // ReceivedVersion returns the object version a peer sent, or "" for an object
 // built locally.
 func (m *Meta) ReceivedVersion() string { return m.version }
+
+// SetReceivedVersion records the version a peer speaks for this object, so
+// that Encode without an explicit version answers at it.
+func (m *Meta) SetReceivedVersion(v string) { m.version = v }
+
+// isZero reports whether v holds its type's zero value (nil pointers, maps
+// and slices; "", 0, false).
+func isZero(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	default:
+		return v.IsZero()
+	}
+}
+
+// isSet reports whether field f of o is set.
+func isSet(o Object, f *fieldInfo) bool {
+	m := o.meta()
+	if m.declared[f.name] {
+		return true
+	}
+	if _, ok := m.base[f.name]; ok {
+		return true
+	}
+	return !isZero(fieldValue(o, f))
+}
+
+// IsSet reports whether field (wire name) is set on o, as
+// obj_attr_is_set does. An unknown field is never set.
+func IsSet(o Object, field string) bool {
+	ci := classOf(o)
+	f, ok := ci.field(field)
+	if !ok {
+		return false
+	}
+	return isSet(o, f)
+}
+
+// changed reports whether field f of o changed since the last reset.
+func changed(o Object, f *fieldInfo) bool {
+	m := o.meta()
+	if m.declared[f.name] {
+		return true
+	}
+	v := fieldValue(o, f)
+	prev, had := m.base[f.name]
+	if f.kind == kObject {
+		if v.IsNil() {
+			return had && prev != nil
+		}
+		child := v.Interface().(Object)
+		if !had || prev != child {
+			return true
+		}
+		return len(Changes(child)) > 0
+	}
+	if !had {
+		return !isZero(v)
+	}
+	return !reflect.DeepEqual(prev, primitiveOf(f, v))
+}
+
+// Changes returns the wire names of the fields of o that changed since it
+// was decoded or last reset, in declaration order (obj_what_changed). A
+// child object that has changes of its own counts as changed.
+func Changes(o Object) []string {
+	ci := classOf(o)
+	var out []string
+	for i := range ci.fields {
+		if changed(o, &ci.fields[i]) {
+			out = append(out, ci.fields[i].name)
+		}
+	}
+	return out
+}
+
+// ResetChanges forgets the changes of o (obj_reset_changes). Without field
+// names, it snapshots every field and so marks every field set, as loading a
+// row does; a child object field is set only when it is not nil, and the
+// child's own changes are not reset. With field names, only those fields are
+// reset, and a field that is not set stays unset.
+func ResetChanges(o Object, fields ...string) {
+	ci := classOf(o)
+	m := o.meta()
+	if len(fields) == 0 {
+		m.declared = nil
+		m.base = make(map[string]any, len(ci.fields))
+		for i := range ci.fields {
+			f := &ci.fields[i]
+			v := fieldValue(o, f)
+			if f.kind == kObject {
+				if !v.IsNil() {
+					m.base[f.name] = v.Interface()
+				}
+				continue
+			}
+			m.base[f.name] = primitiveOf(f, v)
+		}
+		return
+	}
+	for _, name := range fields {
+		f, ok := ci.field(name)
+		if !ok {
+			continue
+		}
+		set := isSet(o, f)
+		delete(m.declared, name)
+		if !set {
+			delete(m.base, name)
+			continue
+		}
+		if m.base == nil {
+			m.base = map[string]any{}
+		}
+		v := fieldValue(o, f)
+		if f.kind == kObject {
+			m.base[name] = v.Interface()
+		} else {
+			m.base[name] = primitiveOf(f, v)
+		}
+	}
+}
+
+// MarkChanged declares fields of o changed (and so set), for assignments
+// that Changes cannot see: a nullable field set to nil, or a field set to
+// its zero value on an object that was never reset. Unknown names are
+// ignored.
+func MarkChanged(o Object, fields ...string) {
+	ci := classOf(o)
+	m := o.meta()
+	for _, name := range fields {
+		if _, ok := ci.field(name); !ok {
+			continue
+		}
+		if m.declared == nil {
+			m.declared = map[string]bool{}
+		}
+		m.declared[name] = true
+	}
+}
+
+// Unset makes fields of o unset again (obj_reset_changes plus delattr): the
+// value goes back to the Go zero value and the field leaves the snapshot.
+func Unset(o Object, fields ...string) {
+	ci := classOf(o)
+	m := o.meta()
+	for _, name := range fields {
+		f, ok := ci.field(name)
+		if !ok {
+			continue
+		}
+		v := fieldValue(o, f)
+		v.Set(reflect.Zero(v.Type()))
+		delete(m.base, name)
+		delete(m.declared, name)
+	}
+}
+
+// SetFields returns the wire names of the fields set on o, in declaration
+// order.
+func SetFields(o Object) []string {
+	ci := classOf(o)
+	var out []string
+	for i := range ci.fields {
+		if isSet(o, &ci.fields[i]) {
+			out = append(out, ci.fields[i].name)
+		}
+	}
+	return out
+}
+
+// HasChanged reports whether field changed since the last reset.
+func HasChanged(o Object, field string) bool {
+	return slices.Contains(Changes(o), field)
+}
