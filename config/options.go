@@ -1,0 +1,270 @@
+package config
+
+import (
+	"runtime"
+	"time"
+)
+
+// Config holds every option group the conductor reads. Each field's `group`
+// tag names the oslo.config group ([DEFAULT] included); each group struct's
+// fields carry the option definitions in their tags:
+//
+//	ini         option name in the file
+//	default     default value, written as it would be in the file ("" means unset / None)
+//	help        help text for the sample file
+//	type        value syntax beyond the Go type: hostaddress, url, float
+//	unit        for time.Duration fields: s (seconds) or min (minutes) of the integer (or float) value
+//	min, max    inclusive numeric bounds
+//	choices     allowed values, separated by |
+//	multi       "true": a multi-string option (the key repeats; values accumulate over files)
+//	secret      "true": never printed (redacted in LogValue and the sample)
+//	deprecated  older group.name spellings still read, comma-separated, in order of preference
+//	sample      what the sample file shows instead of the default
+//
+// Constructors should receive only their own group (cfg.Database, cfg.Rabbit ...).
+type Config struct {
+	Default           DefaultOpts           `group:"DEFAULT"`
+	Conductor         ConductorOpts         `group:"conductor"`
+	Periodic          PeriodicOpts          `group:"periodic"`
+	Database          DatabaseOpts          `group:"database"`
+	Rabbit            RabbitOpts            `group:"oslo_messaging_rabbit"`
+	Notifications     NotificationsOpts     `group:"oslo_messaging_notifications"`
+	Certificates      CertificatesOpts      `group:"certificates"`
+	X509              X509Opts              `group:"x509"`
+	Cluster           ClusterOpts           `group:"cluster"`
+	ClusterHeat       ClusterHeatOpts       `group:"cluster_heat"`
+	Kubernetes        KubernetesOpts        `group:"kubernetes"`
+	Drivers           DriversOpts           `group:"drivers"`
+	CAPIDriver        CAPIDriverOpts        `group:"capi_driver"`
+	SimulatedDriver   SimulatedDriverOpts   `group:"simulated_driver"`
+	Trust             TrustOpts             `group:"trust"`
+	KeystoneAuth      KeystoneAuthOpts      `group:"keystone_auth"`
+	KeystoneAuthtoken KeystoneAuthtokenOpts `group:"keystone_authtoken"`
+	BarbicanClient    BarbicanClientOpts    `group:"barbican_client"`
+	Audit             AuditOpts             `group:"audit"`
+}
+
+// DefaultOpts is the [DEFAULT] group: transport (oslo.messaging), service and
+// path options.
+type DefaultOpts struct {
+	TransportURL           string        `ini:"transport_url" type:"url" default:"rabbit://" secret:"true" help:"The network address and optional user credentials for connecting to the messaging backend, in URL format. The expected format is: driver://[user:pass@]host:port[,[userN:passN@]hostN:portN]/virtual_host?query Example: rabbit://rabbitmq:password@127.0.0.1:5672// For full details on the fields in the URL see the documentation of oslo_messaging.TransportURL at https://docs.openstack.org/oslo.messaging/latest/reference/transport.html"`
+	ControlExchange        string        `ini:"control_exchange" default:"magnum" help:"The default exchange under which topics are scoped. May be overridden by an exchange name specified in the transport_url option. (Magnum sets the default to magnum.)"`
+	RPCResponseTimeout     time.Duration `ini:"rpc_response_timeout" unit:"s" default:"60" help:"Seconds to wait for a response from a call."`
+	ExecutorThreadPoolSize int           `ini:"executor_thread_pool_size" default:"64" deprecated:"DEFAULT.rpc_thread_pool_size" help:"Size of executor thread pool when executor is threading or eventlet."`
+	Host                   string        `ini:"host" type:"hostaddress" sample:"<current hostname>" help:"Name of this node. This can be an opaque identifier. It is not necessarily a hostname, FQDN, or IP address. However, the node name must be valid within an AMQP key. Defaults to the machine's hostname."`
+	PeriodicEnable         bool          `ini:"periodic_enable" default:"true" help:"Enable periodic tasks."`
+	PeriodicIntervalMax    time.Duration `ini:"periodic_interval_max" unit:"s" default:"60" help:"Max interval size between periodic tasks execution in seconds."`
+	ServiceDownTime        time.Duration `ini:"service_down_time" unit:"s" default:"180" help:"Max interval size between periodic tasks execution in seconds."`
+	PasswordSymbols        []string      `ini:"password_symbols" default:"23456789,ABCDEFGHJKLMNPQRSTUVWXYZ,abcdefghijkmnopqrstuvwxyz" help:"Symbols to use for passwords"`
+	Pybasedir              string        `ini:"pybasedir" default:"/usr/lib/python3/dist-packages/magnum" help:"Directory where the magnum python module is installed."`
+	Bindir                 string        `ini:"bindir" default:"$pybasedir/bin" help:"Directory where magnum binaries are installed."`
+	StatePath              string        `ini:"state_path" default:"$pybasedir" help:"Top-level directory for maintaining magnum's state."`
+	Tempdir                string        `ini:"tempdir" help:"Explicitly specify the temporary working directory."`
+	MaxManifestSize        int           `ini:"max_manifest_size" default:"524288" help:"Maximum raw byte size of any manifest."`
+}
+
+// ConductorOpts is the [conductor] group.
+type ConductorOpts struct {
+	Topic                     string        `ini:"topic" default:"magnum-conductor" help:"The queue to add conductor tasks to."`
+	Workers                   int           `ini:"workers" min:"0" help:"Number of magnum-conductor processes to fork and run. Default to number of CPUs on the host."`
+	ConductorLifeCheckTimeout time.Duration `ini:"conductor_life_check_timeout" unit:"s" default:"4" help:"RPC timeout for the conductor liveness check that is used for cluster locking."`
+	MetricsListen             string        `ini:"metrics_listen" type:"listen" default:"" help:"Address (host:port, or :port, or a bare port) on which to serve Prometheus metrics and health checks. Empty disables the listener. Without a host the listener binds to 127.0.0.1 only."`
+	ShutdownGracePeriod       time.Duration `ini:"shutdown_grace_period" unit:"s" default:"30" min:"0" help:"Seconds to let in-flight RPC calls and periodic jobs finish after SIGTERM before the process exits."`
+}
+
+// WorkerCount is Workers, or the number of CPUs when unset or 0 (as
+// magnum.cmd.conductor does with processutils.get_worker_count()).
+func (c ConductorOpts) WorkerCount() int {
+	if c.Workers > 0 {
+		return c.Workers
+	}
+	return runtime.NumCPU()
+}
+
+// PeriodicOpts is the [periodic] group (new in the Go conductor).
+type PeriodicOpts struct {
+	Coordination string `ini:"coordination" default:"hash" choices:"hash|none" help:"How conductors share the periodic cluster jobs: hash gives each cluster to one live conductor (by consistent hashing over the magnum_service rows); none makes every conductor poll every cluster, as the Python conductor does."`
+}
+
+// DatabaseOpts is the [database] group (oslo.db plus Magnum's mysql_engine).
+type DatabaseOpts struct {
+	Connection            string        `ini:"connection" type:"url" secret:"true" deprecated:"DEFAULT.sql_connection,DATABASE.sql_connection,sql.connection" help:"The SQLAlchemy connection string to use to connect to the database."`
+	MaxPoolSize           int           `ini:"max_pool_size" default:"5" help:"Maximum number of SQL connections to keep open in a pool. Setting a value of 0 indicates no limit."`
+	MaxOverflow           int           `ini:"max_overflow" default:"50" deprecated:"DEFAULT.sql_max_overflow,DATABASE.sqlalchemy_max_overflow" help:"If set, use this value for max_overflow with SQLAlchemy."`
+	PoolTimeout           time.Duration `ini:"pool_timeout" unit:"s" deprecated:"DATABASE.sqlalchemy_pool_timeout" help:"If set, use this value for pool_timeout with SQLAlchemy."`
+	ConnectionRecycleTime time.Duration `ini:"connection_recycle_time" unit:"s" default:"3600" help:"Connections which have been present in the connection pool longer than this number of seconds will be replaced with a new one the next time they are checked out from the pool."`
+	MaxRetries            int           `ini:"max_retries" default:"10" deprecated:"DEFAULT.sql_max_retries,DATABASE.sql_max_retries" help:"Maximum number of database connection retries during startup. Set to -1 to specify an infinite retry count."`
+	RetryInterval         time.Duration `ini:"retry_interval" unit:"s" default:"10" deprecated:"DEFAULT.sql_retry_interval,DATABASE.reconnect_interval" help:"Interval between retries of opening a SQL connection."`
+	MySQLEngine           string        `ini:"mysql_engine" default:"InnoDB" help:"MySQL engine to use."`
+	MySQLSQLMode          string        `ini:"mysql_sql_mode" default:"TRADITIONAL" help:"The SQL mode to be used for MySQL sessions. This option, including the default, overrides any server-set SQL mode. To use whatever SQL mode is set by the server configuration, set this to no value. Example: mysql_sql_mode="`
+	ConnectionDebug       int           `ini:"connection_debug" default:"0" min:"0" max:"100" deprecated:"DEFAULT.sql_connection_debug" help:"Verbosity of SQL debugging information: 0=None, 100=Everything."`
+	SqliteSynchronous     bool          `ini:"sqlite_synchronous" default:"true" deprecated:"DEFAULT.sqlite_synchronous" help:"If True, SQLite uses synchronous mode."`
+}
+
+// RabbitOpts is the [oslo_messaging_rabbit] group.
+type RabbitOpts struct {
+	SSL                              bool          `ini:"ssl" default:"false" deprecated:"oslo_messaging_rabbit.rabbit_use_ssl" help:"Connect over SSL."`
+	SSLCAFile                        string        `ini:"ssl_ca_file" default:"" deprecated:"oslo_messaging_rabbit.kombu_ssl_ca_certs" help:"SSL certification authority file (valid only if SSL enabled)."`
+	SSLCertFile                      string        `ini:"ssl_cert_file" default:"" deprecated:"oslo_messaging_rabbit.kombu_ssl_certfile" help:"SSL cert file (valid only if SSL enabled)."`
+	SSLKeyFile                       string        `ini:"ssl_key_file" default:"" deprecated:"oslo_messaging_rabbit.kombu_ssl_keyfile" help:"SSL key file (valid only if SSL enabled)."`
+	SSLVersion                       string        `ini:"ssl_version" default:"" deprecated:"oslo_messaging_rabbit.kombu_ssl_version" help:"SSL version to use (valid only if SSL enabled). Valid values are TLSv1 and SSLv23. SSLv2, SSLv3, TLSv1_1, and TLSv1_2 may be available on some distributions."`
+	SSLEnforceHostnameVerification   bool          `ini:"ssl_enforce_hostname_verification" default:"false" help:"When true, verify the broker hostname against the certificate when ssl_ca_file is set."`
+	HeartbeatTimeoutThreshold        time.Duration `ini:"heartbeat_timeout_threshold" unit:"s" default:"60" help:"Number of seconds after which the Rabbit broker is considered down if heartbeat's keep-alive fails (0 disables heartbeat)."`
+	HeartbeatRate                    int           `ini:"heartbeat_rate" default:"2" help:"How often times during the heartbeat_timeout_threshold we check the heartbeat."`
+	RabbitRetryInterval              time.Duration `ini:"rabbit_retry_interval" unit:"s" default:"1" help:"How frequently to retry connecting with RabbitMQ."`
+	RabbitRetryBackoff               time.Duration `ini:"rabbit_retry_backoff" unit:"s" default:"2" deprecated:"DEFAULT.rabbit_retry_backoff" help:"How long to backoff for between retries when connecting to RabbitMQ."`
+	RabbitIntervalMax                time.Duration `ini:"rabbit_interval_max" unit:"s" default:"30" help:"Maximum interval of RabbitMQ connection retries. Default is 30 seconds."`
+	RabbitLoginMethod                string        `ini:"rabbit_login_method" default:"AMQPLAIN" choices:"PLAIN|AMQPLAIN|EXTERNAL|RABBIT-CR-DEMO" deprecated:"DEFAULT.rabbit_login_method" help:"The RabbitMQ login method."`
+	AMQPDurableQueues                bool          `ini:"amqp_durable_queues" default:"false" help:"Use durable queues in AMQP. If rabbit_quorum_queue is enabled, queues will be durable and this value will be ignored."`
+	AMQPAutoDelete                   bool          `ini:"amqp_auto_delete" default:"false" deprecated:"DEFAULT.amqp_auto_delete" help:"Auto-delete queues in AMQP."`
+	RabbitHAQueues                   bool          `ini:"rabbit_ha_queues" default:"false" deprecated:"DEFAULT.rabbit_ha_queues" help:"Try to use HA queues in RabbitMQ (x-ha-policy: all). If you change this option, you must wipe the RabbitMQ database. Cannot be combined with rabbit_quorum_queue."`
+	RabbitTransientQueuesTTL         time.Duration `ini:"rabbit_transient_queues_ttl" unit:"s" default:"1800" min:"1" help:"Positive integer representing duration in seconds for queue TTL (x-expires). Queues which are unused for the duration of the TTL are automatically deleted. The parameter affects only reply and fanout queues."`
+	RabbitQoSPrefetchCount           int           `ini:"rabbit_qos_prefetch_count" default:"0" help:"Specifies the number of messages to prefetch. Setting to zero allows unlimited messages."`
+	RabbitQuorumQueue                bool          `ini:"rabbit_quorum_queue" default:"false" help:"Use quorum queues in RabbitMQ (x-queue-type: quorum). The quorum queue is a modern queue type for RabbitMQ implementing a durable, replicated FIFO queue based on the Raft consensus algorithm. If set this option will conflict with the HA queues (rabbit_ha_queues) aka mirrored queues, in other words the HA queues should be disabled."`
+	RabbitQuorumDeliveryLimit        int           `ini:"rabbit_quorum_delivery_limit" default:"0" help:"Each time a message is redelivered to a consumer, a counter is incremented. Once the redelivery count exceeds the delivery limit the message gets dropped or dead-lettered (if a DLX exchange has been configured) Used only when rabbit_quorum_queue is enabled, Default 0 which means dont set a limit."`
+	RabbitQuorumMaxMemoryLength      int           `ini:"rabbit_quorum_max_memory_length" default:"0" deprecated:"oslo_messaging_rabbit.rabbit_quroum_max_memory_length" help:"By default all messages are maintained in memory if a quorum queue grows in length it can put memory pressure on a cluster. This option can limit the number of messages in the quorum queue. Used only when rabbit_quorum_queue is enabled, Default 0 which means dont set a limit."`
+	RabbitQuorumMaxMemoryBytes       int           `ini:"rabbit_quorum_max_memory_bytes" default:"0" deprecated:"oslo_messaging_rabbit.rabbit_quroum_max_memory_bytes" help:"By default all messages are maintained in memory if a quorum queue grows in length it can put memory pressure on a cluster. This option can limit the number of memory bytes used by the quorum queue. Used only when rabbit_quorum_queue is enabled, Default 0 which means dont set a limit."`
+	KombuMissingConsumerRetryTimeout time.Duration `ini:"kombu_missing_consumer_retry_timeout" unit:"s" default:"60" deprecated:"oslo_messaging_rabbit.kombu_reconnect_timeout" help:"How long to wait a missing client before abandoning to send it its replies. This value should not be longer than rpc_response_timeout."`
+	DirectMandatoryFlag              bool          `ini:"direct_mandatory_flag" default:"true" help:"Enable/Disable the RabbitMQ mandatory flag for direct send. The direct send is used as reply, so the MessageUndeliverable exception is raised in case the client queue does not exist."`
+}
+
+// NotificationsOpts is the [oslo_messaging_notifications] group.
+type NotificationsOpts struct {
+	Driver       []string `ini:"driver" multi:"true" deprecated:"DEFAULT.notification_driver" help:"The Drivers(s) to handle sending notifications. Possible values are messaging, messagingv2, routing, log, test, noop"`
+	TransportURL string   `ini:"transport_url" type:"url" secret:"true" deprecated:"DEFAULT.notification_transport_url" help:"A URL representing the messaging driver to use for notifications. If not set, we fall back to the same configuration used for RPC."`
+	Topics       []string `ini:"topics" default:"notifications" deprecated:"rpc_notifier2.topics,DEFAULT.notification_topics" help:"AMQP topic used for OpenStack notifications."`
+	Retry        int      `ini:"retry" default:"-1" help:"The maximum number of attempts to re-send a notification message which failed to be delivered due to a recoverable error. 0 - No retry, -1 - indefinite"`
+}
+
+// CertificatesOpts is the [certificates] group.
+type CertificatesOpts struct {
+	CertManagerType string `ini:"cert_manager_type" default:"barbican" choices:"barbican|x509keypair|local" help:"Certificate Manager plugin. Defaults to barbican."`
+	StoragePath     string `ini:"storage_path" default:"/var/lib/magnum/certificates/" help:"Absolute path of the certificate storage directory. Defaults to /var/lib/magnum/certificates/."`
+}
+
+// X509Opts is the [x509] group.
+type X509Opts struct {
+	AllowCA                bool     `ini:"allow_ca" default:"false" help:"Certificate can get the CA flag in x509 extensions."`
+	AllowedExtensions      []string `ini:"allowed_extensions" default:"keyUsage,extendedKeyUsage,subjectAltName,basicConstraints,subjectKeyIdentifier" help:"List of allowed x509 extensions. Available values: \"authorityKeyIdentifier\", \"subjectKeyIdentifier\", \"authorityInfoAccess\", \"basicConstraints\", \"cRLDistributionPoints\", \"certificatePolicies\", \"extendedKeyUsage\", \"OCSPNoCheck\", \"inhibitAnyPolicy\", \"keyUsage\", \"nameConstraints\", \"subjectAltName\", \"issuerAltName\""`
+	AllowedKeyUsage        []string `ini:"allowed_key_usage" default:"Digital Signature,Key Encipherment,Non Repudiation" help:"List of allowed x509 key usage. Available values: \"Digital Signature\", \"Non Repudiation\", \"Key Encipherment\", \"Data Encipherment\", \"Key Agreement\", \"Certificate Sign\", \"CRL Sign\", \"Encipher Only\", \"Decipher Only\""`
+	TermOfValidity         int      `ini:"term_of_validity" default:"1825" min:"1" help:"Number of days for which a certificate is valid."`
+	RSAKeySize             int      `ini:"rsa_key_size" default:"2048" min:"1024" help:"Size of generated private key."`
+	KeyPoolSize            int      `ini:"key_pool_size" default:"4" min:"0" help:"Number of RSA private keys generated ahead of time in the background, so that cluster creation does not wait for key generation. 0 disables the pool."`
+	RefuseSystemMastersCSR bool     `ini:"refuse_system_masters_csr" default:"true" help:"Refuse to sign certificate signing requests whose subject organization is system:masters (Kubernetes cluster-admin), unless the CA being used is the cluster's own admin path."`
+}
+
+// ClusterOpts is the [cluster] group.
+type ClusterOpts struct {
+	TempCacheDir                       string        `ini:"temp_cache_dir" default:"/var/lib/magnum/certificate-cache" help:"Explicitly specify the temporary directory to hold cached TLS certs."`
+	PreDeleteLBTimeout                 time.Duration `ini:"pre_delete_lb_timeout" unit:"s" default:"60" help:"The timeout in seconds to wait for the load balancers to be deleted."`
+	NodesAffinityPolicy                string        `ini:"nodes_affinity_policy" default:"soft-anti-affinity" help:"Affinity policy for server group of cluster nodes. Possible values include \"affinity\", \"anti-affinity\", \"soft-affinity\" and \"soft-anti-affinity\"."`
+	EtcdDiscoveryServiceEndpointFormat string        `ini:"etcd_discovery_service_endpoint_format" default:"https://discovery.etcd.io/new?size=%(size)d" deprecated:"bay.etcd_discovery_service_endpoint_format" help:"Url for etcd public discovery endpoint."`
+}
+
+// ClusterHeatOpts is the [cluster_heat] group. create_timeout is the default
+// cluster creation timeout when a cluster has none.
+type ClusterHeatOpts struct {
+	CreateTimeout time.Duration `ini:"create_timeout" unit:"min" default:"60" deprecated:"bay_heat.bay_create_timeout" help:"The length of time to let cluster creation continue. This interval is in minutes. The default is 60 minutes."`
+	MaxAttempts   int           `ini:"max_attempts" default:"2000" deprecated:"bay_heat.max_attempts" help:"Number of attempts to query the Heat stack for finding out the status of the created stack and getting template outputs. This value is ignored during cluster creation if timeout is set as the poll will continue until cluster creation either ends or times out."`
+	WaitInterval  time.Duration `ini:"wait_interval" unit:"s" default:"1" deprecated:"bay_heat.wait_interval" help:"Sleep time interval between two attempts of querying the Heat stack. This interval is in seconds."`
+}
+
+// KubernetesOpts is the [kubernetes] group (health polling).
+type KubernetesOpts struct {
+	HealthPollingInterval     time.Duration `ini:"health_polling_interval" unit:"s" default:"60" help:"The default polling interval for Kubernetes cluster health. If this number is negative the periodic task will be disabled."`
+	HealthConnectTimeout      time.Duration `ini:"health_connect_timeout" unit:"s" default:"5" min:"1" help:"Seconds to wait for a TCP/TLS connection to a cluster's Kubernetes API during a health poll."`
+	HealthRequestTimeout      time.Duration `ini:"health_request_timeout" unit:"s" default:"10" min:"1" help:"Seconds a whole health request to a cluster's Kubernetes API may take."`
+	HealthPollWorkers         int           `ini:"health_poll_workers" default:"32" min:"1" help:"Maximum number of clusters polled for health at the same time."`
+	HealthKeepStatusOnError   bool          `ini:"health_keep_status_on_error" default:"false" help:"When a health poll fails (the API is unreachable), keep the cluster's previous health_status instead of setting UNKNOWN."`
+	KeystoneAuthDefaultPolicy string        `ini:"keystone_auth_default_policy" default:"/etc/magnum/keystone_auth_default_policy.json" help:"Explicitly specify the path to the file defined default Keystone auth policy for Kubernetes cluster when the Keystone auth is enabled. Vendors can put their specific default policy here"`
+	PostInstallManifestURL    string        `ini:"post_install_manifest_url" default:"" help:"An URL of the manifest file will be installed after the Kubernetes cluster created. For exmaple, this could be a file including the vendor specific storage class."`
+}
+
+// DriversOpts is the [drivers] group.
+type DriversOpts struct {
+	DisabledDrivers    []string `ini:"disabled_drivers" help:"Disabled driver entry points. The default value is []. Means if not specified, then all available drivers are enabled."`
+	EnabledBetaDrivers []string `ini:"enabled_beta_drivers" help:"List of beta drivers to enable. Beta drivers are not enabled unless listed here."`
+	DefaultDriver      string   `ini:"default_driver" help:"Name of the driver used when a cluster template names none and no driver matches (server_type, os, coe) uniquely."`
+	VerifyCA           bool     `ini:"verify_ca" default:"true" help:"Indicates whether the cluster nodes validate the Certificate Authority when making requests to the OpenStack APIs (Keystone, Magnum, Heat). If you have self-signed certificates for the OpenStack APIs or you have your own Certificate Authority and you have not installed the Certificate Authority to all nodes, you may need to disable CA validation by setting this flag to False."`
+	OpenstackCAFile    string   `ini:"openstack_ca_file" default:"" help:"Path to the OpenStack CA-bundle file to pass and install in all cluster nodes."`
+	SendClusterMetrics bool     `ini:"send_cluster_metrics" default:"false" help:"Allow periodic tasks to pull COE data and send to ceilometer."`
+}
+
+// CAPIDriverOpts is the [capi_driver] group (the Cluster API driver, new in
+// the Go conductor).
+type CAPIDriverOpts struct {
+	Kubeconfig          string            `ini:"kubeconfig" default:"" help:"Path to the kubeconfig of the management cluster that runs Cluster API. Empty uses the in-cluster configuration, then KUBECONFIG, then ~/.kube/config."`
+	NamespacePrefix     string            `ini:"namespace_prefix" default:"magnum-" help:"Prefix of the per-project namespace in the management cluster: <prefix><project_id>."`
+	ClusterClassName    string            `ini:"cluster_class_name" default:"magnum" help:"Name of the ClusterClass the driver's Cluster objects refer to."`
+	ClusterClassVersion string            `ini:"cluster_class_version" default:"" help:"Version suffix of the ClusterClass (the class used is <name>-<version>); empty uses the name alone."`
+	CreateTimeout       time.Duration     `ini:"create_timeout" unit:"min" default:"60" min:"1" help:"Minutes a cluster may stay in CREATE_IN_PROGRESS before it is marked CREATE_FAILED, when the cluster sets no create_timeout."`
+	DeleteTimeout       time.Duration     `ini:"delete_timeout" unit:"min" default:"60" min:"1" help:"Minutes a cluster may stay in DELETE_IN_PROGRESS before it is marked DELETE_FAILED."`
+	FlavorLabelDefaults map[string]string `ini:"flavor_label_defaults" help:"Labels applied to every cluster unless the template or cluster sets them, as key:value pairs, for example boot_volume_size:20,boot_volume_type:ssd."`
+	MinFlavorRAMMB      int               `ini:"min_flavor_ram_mb" default:"2048" min:"0" help:"Smallest flavor RAM, in MB, accepted for Kubernetes nodes."`
+	MinFlavorVCPUs      int               `ini:"min_flavor_vcpus" default:"2" min:"0" help:"Smallest number of vCPUs accepted for Kubernetes nodes."`
+}
+
+// SimulatedDriverOpts is the [simulated_driver] group.
+type SimulatedDriverOpts struct {
+	Enabled        bool          `ini:"enabled" default:"false" help:"Register the simulated driver, which creates no resources and moves clusters through their states after operation_delay. For development and tests only."`
+	OperationDelay time.Duration `ini:"operation_delay" type:"float" unit:"s" default:"5" min:"0" help:"Seconds the simulated driver takes to complete an operation."`
+}
+
+// TrustOpts is the [trust] group (15.0.1 trustee handling).
+type TrustOpts struct {
+	ClusterUserTrust             bool     `ini:"cluster_user_trust" default:"false" help:"This setting controls whether to assign a trust to the cluster user or not. You will need to set it to True for clusters with volume_driver=cinder or registry_enabled=true in the underlying cluster template to work. This is a potential security risk since the trust gives instances OpenStack API access to the cluster's project. Note that this setting does not affect per-cluster trusts assigned to the Magnum service user."`
+	TrusteeDomainID              string   `ini:"trustee_domain_id" help:"Id of the domain to create trustee for clusters"`
+	TrusteeDomainName            string   `ini:"trustee_domain_name" help:"Name of the domain to create trustee for s"`
+	TrusteeDomainAdminID         string   `ini:"trustee_domain_admin_id" help:"Id of the admin with roles sufficient to manage users in the trustee_domain"`
+	TrusteeDomainAdminName       string   `ini:"trustee_domain_admin_name" help:"Name of the admin with roles sufficient to manage users in the trustee_domain"`
+	TrusteeDomainAdminDomainID   string   `ini:"trustee_domain_admin_domain_id" help:"Id of the domain admin user's domain. trustee_domain_id is used by default"`
+	TrusteeDomainAdminDomainName string   `ini:"trustee_domain_admin_domain_name" help:"Name of the domain admin user's domain. trustee_domain_name is used by default"`
+	TrusteeDomainAdminPassword   string   `ini:"trustee_domain_admin_password" secret:"true" help:"Password of trustee_domain_admin"`
+	Roles                        []string `ini:"roles" help:"The roles which are delegated to the trustee by the trustor"`
+	TrusteeKeystoneInterface     string   `ini:"trustee_keystone_interface" default:"public" help:"Auth interface used by instances/trustee"`
+	TrusteeKeystoneRegionName    string   `ini:"trustee_keystone_region_name" help:"Region in Identity service catalog to use for communication with the OpenStack service."`
+}
+
+// KeystoneAuthOpts is the [keystone_auth] group: keystoneauth1 password
+// plugin and session options for the service (admin) credentials.
+type KeystoneAuthOpts struct {
+	AuthType          string        `ini:"auth_type" deprecated:"keystone_auth.auth_plugin" help:"Authentication type to load"`
+	AuthURL           string        `ini:"auth_url" type:"url" help:"Authentication URL"`
+	Username          string        `ini:"username" deprecated:"keystone_auth.user-name,keystone_auth.user_name" help:"Username"`
+	Password          string        `ini:"password" secret:"true" help:"User's password"`
+	UserID            string        `ini:"user_id" help:"User id"`
+	ProjectName       string        `ini:"project_name" deprecated:"keystone_auth.tenant-name,keystone_auth.tenant_name" help:"Project name to scope to"`
+	ProjectID         string        `ini:"project_id" deprecated:"keystone_auth.tenant-id,keystone_auth.tenant_id" help:"Project ID to scope to"`
+	UserDomainName    string        `ini:"user_domain_name" help:"User's domain name"`
+	UserDomainID      string        `ini:"user_domain_id" help:"User's domain id"`
+	ProjectDomainName string        `ini:"project_domain_name" help:"Domain name containing project"`
+	ProjectDomainID   string        `ini:"project_domain_id" help:"Domain ID containing project"`
+	SystemScope       string        `ini:"system_scope" help:"Scope for system operations"`
+	TrustID           string        `ini:"trust_id" help:"ID of the trust to use as a trustee use"`
+	Cafile            string        `ini:"cafile" help:"PEM encoded Certificate Authority to use when verifying HTTPs connections."`
+	Certfile          string        `ini:"certfile" help:"PEM encoded client certificate cert file"`
+	Keyfile           string        `ini:"keyfile" help:"PEM encoded client certificate key file"`
+	Insecure          bool          `ini:"insecure" default:"false" help:"Verify HTTPS connections."`
+	Timeout           time.Duration `ini:"timeout" unit:"s" help:"Timeout value for http requests"`
+}
+
+// KeystoneAuthtokenOpts is the part of [keystone_authtoken]
+// (keystonemiddleware) the conductor reads.
+type KeystoneAuthtokenOpts struct {
+	WWWAuthenticateURI string `ini:"www_authenticate_uri" type:"url" deprecated:"keystone_authtoken.auth_uri" help:"Complete \"public\" Identity API endpoint. This endpoint should not be an \"admin\" endpoint, as it should be accessible by all end users. Unauthenticated clients are redirected to this endpoint to authenticate."`
+	Cafile             string `ini:"cafile" help:"A PEM encoded Certificate Authority to use when verifying HTTPs connections. Defaults to system CAs."`
+	Certfile           string `ini:"certfile" help:"Required if identity server requires client certificate"`
+	Keyfile            string `ini:"keyfile" help:"Required if identity server requires client certificate"`
+	Insecure           bool   `ini:"insecure" default:"false" help:"Verify HTTPS connections."`
+}
+
+// BarbicanClientOpts is the [barbican_client] group.
+type BarbicanClientOpts struct {
+	RegionName   string `ini:"region_name" help:"Region in Identity service catalog to use for communication with the OpenStack service."`
+	EndpointType string `ini:"endpoint_type" default:"publicURL" help:"Type of endpoint in Identity service catalog to use for communication with the OpenStack service."`
+}
+
+// AuditOpts is the [audit] group (pycadf's identifier namespace).
+type AuditOpts struct {
+	Namespace string `ini:"namespace" default:"openstack" help:"namespace prefix for generated id"`
+}
