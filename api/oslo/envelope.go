@@ -1,0 +1,242 @@
+package oslo
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+)
+
+// Envelope keys and version (oslo_messaging._drivers.common).
+const (
+	envelopeVersionKey = "oslo.version"
+	envelopeMessageKey = "oslo.message"
+	envelopeVersion    = "2.0"
+)
+
+// Request is one decoded RPC request (call or cast).
+type Request struct {
+	Method    json.RawMessage // the raw "method" value (normally a JSON string)
+	Args      json.RawMessage // the raw "args" value; nil when absent
+	Version   json.RawMessage // nil when absent ("1.0")
+	Namespace json.RawMessage // nil when absent
+	MsgID     string          // "_msg_id": set for calls
+	ReplyQ    string          // "_reply_q"
+	Timeout   float64         // "_timeout" (call monitor), 0 when null
+	UniqueID  string          // "_unique_id"
+	Context   map[string]any  // "_context_*" keys without the prefix
+	// Other holds any further keys, unchanged.
+	Other map[string]json.RawMessage
+}
+
+// MethodName returns the method as a string and whether it is one.
+func (r *Request) MethodName() (string, bool) {
+	var s string
+	if len(r.Method) == 0 || json.Unmarshal(r.Method, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// DecodeError is a message that cannot be served. When the inner message
+// could be read far enough, Request holds its _msg_id and _reply_q so that a
+// failure can still be sent back.
+type DecodeError struct {
+	Reason  string
+	Failure *exception.Error // what to reply, when a reply is possible
+	Request *Request
+}
+
+func (e *DecodeError) Error() string { return "undecodable RPC message: " + e.Reason }
+
+// unwrapEnvelope returns the inner message of body: the decoded
+// "oslo.message" of an envelope, or body itself when it has no envelope
+// (oslo's deserialize_msg).
+func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(body, &outer); err != nil {
+		return nil, &DecodeError{Reason: "body is not a JSON object: " + err.Error()}
+	}
+	vraw, hasV := outer[envelopeVersionKey]
+	mraw, hasM := outer[envelopeMessageKey]
+	if !hasV || !hasM {
+		return outer, nil
+	}
+	var inner string
+	if err := json.Unmarshal(mraw, &inner); err != nil {
+		return nil, &DecodeError{Reason: "oslo.message is not a string"}
+	}
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(inner), &msg); err != nil {
+		return nil, &DecodeError{Reason: "oslo.message is not a JSON object: " + err.Error()}
+	}
+	var version string
+	_ = json.Unmarshal(vraw, &version)
+	major, _, _ := strings.Cut(version, ".")
+	if major != "2" {
+		return msg, &DecodeError{
+			Reason: fmt.Sprintf("envelope version %q not supported", version),
+			Failure: &exception.Error{
+				Module: "oslo_messaging._drivers.common", Class: "UnsupportedRpcEnvelopeVersion", Code: 500,
+				Message: fmt.Sprintf("Specified RPC envelope version, %s, not supported by this endpoint.", version),
+			},
+		}
+	}
+	return msg, nil
+}
+
+// DecodeRequest decodes an AMQP body into a Request.
+func DecodeRequest(body []byte) (*Request, error) {
+	msg, err := unwrapEnvelope(body)
+	if msg == nil {
+		return nil, err
+	}
+	req := &Request{Context: map[string]any{}}
+	str := func(k string) string {
+		var s string
+		if raw, ok := msg[k]; ok {
+			_ = json.Unmarshal(raw, &s)
+		}
+		return s
+	}
+	req.MsgID = str("_msg_id")
+	req.ReplyQ = str("_reply_q")
+	req.UniqueID = str("_unique_id")
+	if raw, ok := msg["_timeout"]; ok {
+		var f float64
+		if json.Unmarshal(raw, &f) == nil {
+			req.Timeout = f
+		}
+	}
+	if err != nil {
+		var de *DecodeError
+		if ok := asDecodeError(err, &de); ok {
+			de.Request = req
+		}
+		return nil, err
+	}
+	for k, v := range msg {
+		switch {
+		case k == "method":
+			req.Method = v
+		case k == "args":
+			req.Args = v
+		case k == "version":
+			if !isNull(v) {
+				req.Version = v
+			}
+		case k == "namespace":
+			if !isNull(v) {
+				req.Namespace = v
+			}
+		case k == "_msg_id", k == "_reply_q", k == "_unique_id", k == "_timeout":
+		case strings.HasPrefix(k, "_context_"):
+			var val any
+			d := json.NewDecoder(bytes.NewReader(v))
+			if d.Decode(&val) == nil {
+				req.Context[strings.TrimPrefix(k, "_context_")] = val
+			}
+		default:
+			if req.Other == nil {
+				req.Other = map[string]json.RawMessage{}
+			}
+			req.Other[k] = v
+		}
+	}
+	return req, nil
+}
+
+func asDecodeError(err error, target **DecodeError) bool {
+	de, ok := err.(*DecodeError)
+	if ok {
+		*target = de
+	}
+	return ok
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// marshalNoEscape marshals v like Python's json.dumps does with respect
+// to HTML characters (not escaped).
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// wrapEnvelope returns the 2.0 envelope body around the inner message.
+func wrapEnvelope(inner []byte) ([]byte, error) {
+	return marshalNoEscape(struct {
+		Version string `json:"oslo.version"`
+		Message string `json:"oslo.message"`
+	}{envelopeVersion, string(inner)})
+}
+
+// replyMessage is the inner reply (amqpdriver._send_reply).
+type replyMessage struct {
+	Result   json.RawMessage `json:"result"`
+	Failure  *string         `json:"failure"`
+	Ending   bool            `json:"ending"`
+	MsgID    string          `json:"_msg_id"`
+	UniqueID string          `json:"_unique_id"`
+}
+
+// encodeReply builds the enveloped body of a reply.
+func encodeReply(msgID string, result json.RawMessage, failure *string, ending bool) ([]byte, error) {
+	if result == nil {
+		result = json.RawMessage("null")
+	}
+	inner, err := marshalNoEscape(replyMessage{Result: result, Failure: failure, Ending: ending, MsgID: msgID, UniqueID: uuidHex()})
+	if err != nil {
+		return nil, err
+	}
+	return wrapEnvelope(inner)
+}
+
+// orderedObject appends key/value pairs to a JSON object in order.
+type orderedObject struct {
+	buf   bytes.Buffer
+	count int
+}
+
+func (o *orderedObject) add(key string, value any) error {
+	var v []byte
+	switch x := value.(type) {
+	case json.RawMessage:
+		v = x
+		if v == nil {
+			v = []byte("null")
+		}
+	default:
+		var err error
+		if v, err = marshalNoEscape(value); err != nil {
+			return fmt.Errorf("encoding %q: %w", key, err)
+		}
+	}
+	k, _ := marshalNoEscape(key)
+	if o.count == 0 {
+		o.buf.WriteByte('{')
+	} else {
+		o.buf.WriteString(", ")
+	}
+	o.buf.Write(k)
+	o.buf.WriteString(": ")
+	o.buf.Write(v)
+	o.count++
+	return nil
+}
+
+func (o *orderedObject) bytes() []byte {
+	if o.count == 0 {
+		return []byte("{}")
+	}
+	return append(o.buf.Bytes(), '}')
+}

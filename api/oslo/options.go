@@ -1,0 +1,155 @@
+// Package oslo speaks oslo.messaging's rabbit driver (oslo.messaging 14,
+// envelope 2.0) so that a Go conductor can serve, call and notify Python
+// magnum peers on the same RabbitMQ broker: transport URL parsing, the RPC
+// server with its dispatch table, the RPC client, the notifier, and the
+// failure format Python rebuilds as exceptions.
+package oslo
+
+import "time"
+
+// Options is the transport configuration the lead maps from magnum.conf.
+// Zero values are replaced by oslo's defaults (see DefaultOptions) where a
+// zero would be meaningless.
+type Options struct {
+	// [DEFAULT]
+	TransportURL           string        // transport_url, default "rabbit://"
+	ControlExchange        string        // control_exchange, default "magnum"
+	RPCResponseTimeout     time.Duration // rpc_response_timeout, default 60s
+	ExecutorThreadPoolSize int           // executor_thread_pool_size, default 64
+	Host                   string        // [DEFAULT] host, for publisher_id
+
+	Rabbit        RabbitOptions
+	Notifications NotificationOptions
+}
+
+// RabbitOptions is [oslo_messaging_rabbit].
+type RabbitOptions struct {
+	SSL                            bool   // ssl
+	SSLCAFile                      string // ssl_ca_file
+	SSLCertFile                    string // ssl_cert_file
+	SSLKeyFile                     string // ssl_key_file
+	SSLVersion                     string // ssl_version: "", TLSv1, TLSv1_1, TLSv1_2, TLSv1_3, SSLv23
+	SSLEnforceHostnameVerification bool   // ssl_enforce_hostname_verification
+
+	HeartbeatTimeoutThreshold time.Duration // heartbeat_timeout_threshold, default 60s; <0 disables
+	HeartbeatRate             int           // heartbeat_rate, default 2
+
+	RetryInterval       time.Duration // rabbit_retry_interval, default 1s
+	RetryBackoff        time.Duration // rabbit_retry_backoff, default 2s
+	IntervalMax         time.Duration // rabbit_interval_max, default 30s
+	KombuReconnectDelay time.Duration // kombu_reconnect_delay, default 1s
+
+	AMQPDurableQueues  bool          // amqp_durable_queues
+	AMQPAutoDelete     bool          // amqp_auto_delete
+	TransientQueuesTTL time.Duration // rabbit_transient_queues_ttl, default 1800s
+	QoSPrefetchCount   int           // rabbit_qos_prefetch_count, default 0 (unlimited)
+	HAQueues           bool          // rabbit_ha_queues
+
+	QuorumQueue           bool  // rabbit_quorum_queue
+	QuorumDeliveryLimit   int   // rabbit_quorum_delivery_limit
+	QuorumMaxMemoryLength int   // rabbit_quroum_max_memory_length (sic)
+	QuorumMaxMemoryBytes  int64 // rabbit_quroum_max_memory_bytes (sic)
+
+	MissingConsumerRetryTimeout time.Duration // kombu_missing_consumer_retry_timeout, default 60s
+}
+
+// NotificationOptions is [oslo_messaging_notifications].
+type NotificationOptions struct {
+	Driver       []string // driver: messagingv2, messaging, log, noop (empty: no notifications)
+	Topics       []string // topics, default ["notifications"]
+	TransportURL string   // transport_url; empty: use the RPC transport
+}
+
+// DefaultOptions returns oslo.messaging's defaults with magnum's control
+// exchange.
+func DefaultOptions() Options {
+	return Options{
+		TransportURL:           "rabbit://",
+		ControlExchange:        "magnum",
+		RPCResponseTimeout:     60 * time.Second,
+		ExecutorThreadPoolSize: 64,
+		Rabbit: RabbitOptions{
+			HeartbeatTimeoutThreshold:   60 * time.Second,
+			HeartbeatRate:               2,
+			RetryInterval:               time.Second,
+			RetryBackoff:                2 * time.Second,
+			IntervalMax:                 30 * time.Second,
+			KombuReconnectDelay:         time.Second,
+			TransientQueuesTTL:          1800 * time.Second,
+			MissingConsumerRetryTimeout: 60 * time.Second,
+		},
+		Notifications: NotificationOptions{Topics: []string{"notifications"}},
+	}
+}
+
+// withDefaults fills the zero values that have no meaning with oslo's
+// defaults.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.TransportURL == "" {
+		o.TransportURL = d.TransportURL
+	}
+	if o.ControlExchange == "" {
+		o.ControlExchange = d.ControlExchange
+	}
+	if o.RPCResponseTimeout <= 0 {
+		o.RPCResponseTimeout = d.RPCResponseTimeout
+	}
+	if o.ExecutorThreadPoolSize <= 0 {
+		o.ExecutorThreadPoolSize = d.ExecutorThreadPoolSize
+	}
+	r := &o.Rabbit
+	if r.HeartbeatTimeoutThreshold == 0 {
+		r.HeartbeatTimeoutThreshold = d.Rabbit.HeartbeatTimeoutThreshold
+	}
+	if r.HeartbeatRate <= 0 {
+		r.HeartbeatRate = d.Rabbit.HeartbeatRate
+	}
+	if r.RetryInterval <= 0 {
+		r.RetryInterval = d.Rabbit.RetryInterval
+	}
+	if r.RetryBackoff < 0 {
+		r.RetryBackoff = 0
+	}
+	if r.IntervalMax <= 0 {
+		r.IntervalMax = d.Rabbit.IntervalMax
+	}
+	if r.TransientQueuesTTL <= 0 {
+		r.TransientQueuesTTL = d.Rabbit.TransientQueuesTTL
+	}
+	if r.MissingConsumerRetryTimeout <= 0 {
+		r.MissingConsumerRetryTimeout = d.Rabbit.MissingConsumerRetryTimeout
+	}
+	if len(o.Notifications.Topics) == 0 {
+		o.Notifications.Topics = d.Notifications.Topics
+	}
+	return o
+}
+
+// durable is oslo's Connection.durable: quorum queues are always durable.
+func (r RabbitOptions) durable() bool { return r.AMQPDurableQueues || r.QuorumQueue }
+
+// queueArgs is oslo's _get_queue_arguments. ttl 0 means no x-expires;
+// quorum applies to topic and notification queues only.
+func (r RabbitOptions) queueArgs(ttl time.Duration, quorum bool) map[string]any {
+	args := map[string]any{}
+	if r.HAQueues && !(quorum && r.QuorumQueue) {
+		args["x-ha-policy"] = "all"
+	}
+	if quorum && r.QuorumQueue {
+		args["x-queue-type"] = "quorum"
+		if r.QuorumDeliveryLimit > 0 {
+			args["x-delivery-limit"] = int32(r.QuorumDeliveryLimit)
+		}
+		if r.QuorumMaxMemoryLength > 0 {
+			args["x-max-in-memory-length"] = int32(r.QuorumMaxMemoryLength)
+		}
+		if r.QuorumMaxMemoryBytes > 0 {
+			args["x-max-in-memory-bytes"] = r.QuorumMaxMemoryBytes
+		}
+	}
+	if ttl > 0 {
+		args["x-expires"] = int32(ttl / time.Millisecond)
+	}
+	return args
+}

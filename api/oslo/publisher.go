@@ -1,0 +1,265 @@
+package oslo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// ReturnedError is a mandatory message the broker could not route
+// (Basic.Return, normally 312 NO_ROUTE: the reply queue is gone).
+type ReturnedError struct {
+	Code     uint16
+	Text     string
+	Exchange string
+	Key      string
+}
+
+func (e *ReturnedError) Error() string {
+	return fmt.Sprintf("message to %q with routing key %q returned: %d %s", e.Exchange, e.Key, e.Code, e.Text)
+}
+
+// publishing is one message to send.
+type publishing struct {
+	exchange   string
+	key        string
+	mandatory  bool
+	body       []byte
+	expiration string
+	// declare, when set, runs once per connection for declareKey before
+	// the first publish (oslo's _declared_exchanges/_declared_queues).
+	declareKey string
+	declare    func(ch *amqp.Channel) error
+}
+
+// pubChannel is one confirm-mode channel. It serves one publish at a time,
+// so that a Basic.Return (which the broker sends before the Basic.Ack of
+// the same message) is attributed without ambiguity.
+type pubChannel struct {
+	ch      *amqp.Channel
+	returns chan amqp.Return
+	gen     int
+}
+
+// publisher sends messages on a confirm-mode publisher connection,
+// reconnecting as needed (oslo's publisher connection pool).
+type publisher struct {
+	d   *dialer
+	log *slog.Logger
+
+	mu       sync.Mutex
+	conn     *amqp.Connection
+	gen      int
+	idle     []*pubChannel
+	declared map[string]bool
+	closed   bool
+}
+
+func newPublisher(d *dialer, log *slog.Logger) *publisher {
+	return &publisher{d: d, log: log, declared: map[string]bool{}}
+}
+
+var errPublisherClosed = errors.New("oslo: publisher closed")
+
+func (p *publisher) getChannel(ctx context.Context) (*pubChannel, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPublisherClosed
+	}
+	if n := len(p.idle); n > 0 {
+		pc := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if !pc.ch.IsClosed() {
+			return pc, nil
+		}
+		p.mu.Lock()
+	}
+	conn, gen := p.conn, p.gen
+	p.mu.Unlock()
+
+	if conn == nil || conn.IsClosed() {
+		var err error
+		if conn, gen, err = p.reconnect(ctx, gen); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		p.dropConn(gen)
+		return nil, err
+	}
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		return nil, err
+	}
+	pc := &pubChannel{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return)), gen: gen}
+	return pc, nil
+}
+
+// reconnect replaces the connection of generation gen (if nobody did yet).
+func (p *publisher) reconnect(ctx context.Context, gen int) (*amqp.Connection, int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, 0, errPublisherClosed
+	}
+	if p.conn != nil && !p.conn.IsClosed() && p.gen != gen {
+		return p.conn, p.gen, nil
+	}
+	if p.conn != nil {
+		_ = p.conn.Close()
+	}
+	conn, err := p.d.connect(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	p.conn = conn
+	p.gen++
+	p.idle = nil
+	p.declared = map[string]bool{}
+	return conn, p.gen, nil
+}
+
+func (p *publisher) dropConn(gen int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen == gen && p.conn != nil {
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}
+
+func (p *publisher) putChannel(pc *pubChannel) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || pc.gen != p.gen || len(p.idle) >= 32 {
+		_ = pc.ch.Close()
+		return
+	}
+	p.idle = append(p.idle, pc)
+}
+
+func (p *publisher) isDeclared(gen int, key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return gen == p.gen && p.declared[key]
+}
+
+func (p *publisher) markDeclared(gen int, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gen == p.gen {
+		p.declared[key] = true
+	}
+}
+
+// publish sends m and waits for the broker's confirm. Connection failures
+// are retried (oslo's retry=None) until ctx ends; a returned mandatory
+// message is reported as *ReturnedError without retry.
+func (p *publisher) publish(ctx context.Context, m publishing) error {
+	for attempt := 0; ; attempt++ {
+		pc, err := p.getChannel(ctx)
+		if err != nil {
+			if errors.Is(err, errPublisherClosed) || ctx.Err() != nil {
+				return err
+			}
+			p.log.Warn("publisher channel unavailable, retrying", "error", err.Error(), "attempt", attempt+1)
+			if err := sleepCtx(ctx, p.d.backoff(attempt)); err != nil {
+				return err
+			}
+			continue
+		}
+		err = p.try(ctx, pc, m)
+		var re *ReturnedError
+		switch {
+		case err == nil || errors.As(err, &re):
+			p.putChannel(pc)
+			return err
+		case ctx.Err() != nil:
+			_ = pc.ch.Close()
+			return err
+		}
+		_ = pc.ch.Close()
+		p.log.Warn("publish failed, retrying", "exchange", m.exchange, "routing_key", m.key,
+			"error", err.Error(), "attempt", attempt+1)
+		if err := sleepCtx(ctx, p.d.backoff(attempt)/4); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *publisher) try(ctx context.Context, pc *pubChannel, m publishing) error {
+	if m.declare != nil && !p.isDeclared(pc.gen, m.declareKey) {
+		if err := m.declare(pc.ch); err != nil {
+			return fmt.Errorf("declaring %s: %w", m.declareKey, err)
+		}
+		p.markDeclared(pc.gen, m.declareKey)
+	}
+	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, m.mandatory, false, amqp.Publishing{
+		Headers:         amqp.Table{},
+		ContentType:     "application/json",
+		ContentEncoding: "utf-8",
+		DeliveryMode:    amqp.Persistent,
+		Priority:        0,
+		Expiration:      m.expiration,
+		Body:            m.body,
+	})
+	if err != nil {
+		return err
+	}
+	var returned *ReturnedError
+	for {
+		select {
+		case r, ok := <-pc.returns:
+			if !ok {
+				return errors.New("publisher channel closed")
+			}
+			returned = &ReturnedError{Code: r.ReplyCode, Text: r.ReplyText, Exchange: r.Exchange, Key: r.RoutingKey}
+		case <-dc.Done():
+			if returned != nil {
+				return returned
+			}
+			if !dc.Acked() {
+				return fmt.Errorf("broker nacked message to %q/%q", m.exchange, m.key)
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (p *publisher) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, pc := range p.idle {
+		_ = pc.ch.Close()
+	}
+	p.idle = nil
+	if p.conn != nil {
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

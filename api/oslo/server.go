@@ -1,0 +1,552 @@
+package oslo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/request"
+)
+
+// Target names where requests go: exchange (default: the control
+// exchange), topic, and optionally one server. Fanout targets every server
+// of the topic.
+type Target struct {
+	Exchange string
+	Topic    string
+	Server   string
+	Fanout   bool
+	// Version and Namespace are sent when set ("" = absent, as magnum).
+	Version   string
+	Namespace string
+}
+
+// NewServerID returns a random server name as magnum's
+// short_id.generate_id(): 12 lowercase base32 characters.
+func NewServerID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:12]
+}
+
+// ServerOptions are the RPC server's own settings.
+type ServerOptions struct {
+	// GracePeriod bounds how long Stop waits for in-flight requests when
+	// its ctx has no deadline. Default 60s.
+	GracePeriod time.Duration
+}
+
+// Server is an oslo.messaging RPC server on the rabbit driver: it declares
+// and consumes the topic, server and fanout queues of its target, acks each
+// request before dispatching it to a bounded worker pool, and replies
+// through a confirm-mode publisher.
+type Server struct {
+	opts   Options
+	sopts  ServerOptions
+	target Target
+	disp   *Dispatcher
+	log    *slog.Logger
+
+	listenDialer *dialer
+	pub          *publisher
+
+	fanoutQueue string
+	sem         chan struct{}
+	seen        []string // last 16 _unique_id (listener goroutine only)
+
+	obsoleteMu sync.Mutex
+	obsolete   map[string]time.Time // reply queues abandoned, until
+
+	runCtx     context.Context // listener; canceled by Stop
+	runCancel  context.CancelFunc
+	workCtx    context.Context // handlers; canceled when the grace period ends
+	workCancel context.CancelFunc
+	pubCtx     context.Context // replies; canceled at the very end
+	pubCancel  context.CancelFunc
+
+	stopping chan struct{}
+	stopOnce sync.Once
+	started  bool
+	ready    chan struct{}
+	readyErr error
+	loopDone chan struct{}
+	inflight sync.WaitGroup
+}
+
+// NewServer builds a server for target (Topic required; Server defaults to
+// NewServerID(); Exchange defaults to the control exchange) with the
+// dispatch table disp.
+func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatcher, log *slog.Logger) (*Server, error) {
+	opts = opts.withDefaults()
+	if target.Topic == "" {
+		return nil, errors.New("oslo: server target needs a topic")
+	}
+	if target.Exchange == "" {
+		target.Exchange = opts.ControlExchange
+	}
+	if target.Server == "" {
+		target.Server = NewServerID()
+	}
+	if sopts.GracePeriod <= 0 {
+		sopts.GracePeriod = 60 * time.Second
+	}
+	if opts.Rabbit.QuorumQueue && opts.Rabbit.HAQueues {
+		return nil, errors.New("oslo: rabbit_quorum_queue and rabbit_ha_queues are both enabled")
+	}
+	u, err := ParseTransportURL(opts.TransportURL)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("topic", target.Topic, "server", target.Server)
+	s := &Server{
+		opts: opts, sopts: sopts, target: target, disp: disp, log: log,
+		listenDialer: newDialer(u, opts.Rabbit, "listener", log),
+		pub:          newPublisher(newDialer(u, opts.Rabbit, "reply", log), log),
+		fanoutQueue:  fmt.Sprintf("%s_fanout_%s", target.Topic, uuidHex()),
+		sem:          make(chan struct{}, opts.ExecutorThreadPoolSize),
+		obsolete:     map[string]time.Time{},
+		stopping:     make(chan struct{}),
+		ready:        make(chan struct{}),
+		loopDone:     make(chan struct{}),
+	}
+	return s, nil
+}
+
+// Target returns the server's target (with its generated server name).
+func (s *Server) Target() Target { return s.target }
+
+// Start connects, declares the queues and starts consuming. It returns once
+// the server consumes, or with ctx's error if the broker could not be
+// reached before ctx ended (the server keeps trying in the background until
+// Stop). Reconnection after a lost connection is automatic.
+func (s *Server) Start(ctx context.Context) error {
+	if s.started {
+		return errors.New("oslo: server already started")
+	}
+	s.started = true
+	s.runCtx, s.runCancel = context.WithCancel(context.Background())
+	s.workCtx, s.workCancel = context.WithCancel(context.Background())
+	s.pubCtx, s.pubCancel = context.WithCancel(context.Background())
+	go s.loop()
+	select {
+	case <-s.ready:
+		return s.readyErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) loop() {
+	defer close(s.loopDone)
+	readyOnce := sync.Once{}
+	for {
+		conn, err := s.listenDialer.connect(s.runCtx)
+		if err != nil {
+			readyOnce.Do(func() { s.readyErr = err; close(s.ready) })
+			return
+		}
+		err = s.serveConn(conn, func() { readyOnce.Do(func() { close(s.ready) }) })
+		if err == nil {
+			return // stopped
+		}
+		select {
+		case <-s.stopping:
+			return
+		default:
+		}
+		s.log.Error("RPC listener lost its connection, reconnecting", "error", err.Error())
+		_ = sleepCtx(s.runCtx, s.opts.Rabbit.KombuReconnectDelay)
+	}
+}
+
+func (s *Server) declare(ch *amqp.Channel) error {
+	r := s.opts.Rabbit
+	t := s.target
+	for _, q := range []string{t.Topic, t.Topic + "." + t.Server} {
+		if err := ch.ExchangeDeclare(t.Exchange, "topic", r.durable(), r.AMQPAutoDelete, false, false, nil); err != nil {
+			return fmt.Errorf("declaring exchange %s: %w", t.Exchange, err)
+		}
+		if _, err := ch.QueueDeclare(q, r.durable(), r.AMQPAutoDelete, false, false, amqp.Table(r.queueArgs(0, true))); err != nil {
+			return fmt.Errorf("declaring queue %s: %w", q, err)
+		}
+		if err := ch.QueueBind(q, q, t.Exchange, false, nil); err != nil {
+			return fmt.Errorf("binding queue %s: %w", q, err)
+		}
+	}
+	fx := t.Topic + "_fanout"
+	if err := ch.ExchangeDeclare(fx, "fanout", false, true, false, false, nil); err != nil {
+		return fmt.Errorf("declaring exchange %s: %w", fx, err)
+	}
+	if _, err := ch.QueueDeclare(s.fanoutQueue, false, false, false, false, amqp.Table(r.queueArgs(r.TransientQueuesTTL, false))); err != nil {
+		return fmt.Errorf("declaring queue %s: %w", s.fanoutQueue, err)
+	}
+	if err := ch.QueueBind(s.fanoutQueue, t.Topic, fx, false, nil); err != nil {
+		return fmt.Errorf("binding queue %s: %w", s.fanoutQueue, err)
+	}
+	return nil
+}
+
+// serveConn declares and consumes on conn until the connection fails
+// (error) or the server stops (nil).
+func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
+	defer conn.Close()
+	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
+		if err := ch.Qos(n, 0, false); err != nil {
+			return err
+		}
+	}
+	if err := s.declare(ch); err != nil {
+		return err
+	}
+	queues := []string{s.target.Topic, s.target.Topic + "." + s.target.Server, s.fanoutQueue}
+	var deliveries [3]<-chan amqp.Delivery
+	for i, q := range queues {
+		if deliveries[i], err = ch.Consume(q, fmt.Sprint(i+1), false, false, false, false, nil); err != nil {
+			return fmt.Errorf("consuming %s: %w", q, err)
+		}
+	}
+	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue)
+	onReady()
+	for {
+		var d amqp.Delivery
+		var ok bool
+		select {
+		case d, ok = <-deliveries[0]:
+		case d, ok = <-deliveries[1]:
+		case d, ok = <-deliveries[2]:
+		case e := <-connClosed:
+			if e == nil {
+				return errors.New("connection closed")
+			}
+			return e
+		case <-s.stopping:
+			for i := range queues {
+				_ = ch.Cancel(fmt.Sprint(i+1), false)
+			}
+			if _, err := ch.QueueDelete(s.fanoutQueue, false, false, false); err != nil {
+				s.log.Warn("deleting fanout queue failed", "queue", s.fanoutQueue, "error", err.Error())
+			}
+			_ = ch.Close()
+			return nil
+		}
+		if !ok {
+			return errors.New("consumer channel closed")
+		}
+		s.receive(d)
+	}
+}
+
+func (s *Server) isDuplicate(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, seen := range s.seen {
+		if seen == id {
+			return true
+		}
+	}
+	s.seen = append(s.seen, id)
+	if len(s.seen) > 16 {
+		s.seen = s.seen[1:]
+	}
+	return false
+}
+
+// receive runs on the listener goroutine: decode, dedup, take a worker
+// slot, ack, hand over.
+func (s *Server) receive(d amqp.Delivery) {
+	req, decErr := DecodeRequest(d.Body)
+	if decErr == nil && s.isDuplicate(req.UniqueID) {
+		_ = d.Ack(false)
+		s.log.Warn("ignoring duplicate message", "unique_id", req.UniqueID, "msg_id", req.MsgID)
+		return
+	}
+	s.sem <- struct{}{}
+	if err := d.Ack(false); err != nil {
+		<-s.sem
+		s.log.Warn("discarding RPC request due to failed acknowledge", "error", err.Error())
+		return
+	}
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		defer func() { <-s.sem }()
+		if decErr != nil {
+			s.rejectUndecodable(decErr, len(d.Body))
+			return
+		}
+		s.handle(req)
+	}()
+}
+
+func (s *Server) rejectUndecodable(err error, size int) {
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Request == nil || de.Request.MsgID == "" || de.Request.ReplyQ == "" || de.Failure == nil {
+		s.log.Error("dropping undecodable RPC message", "error", err.Error(), "size", size)
+		return
+	}
+	s.log.Error("rejecting undecodable RPC message", "error", err.Error(), "size", size, "msg_id", de.Request.MsgID)
+	s.reply(de.Request, nil, de.Failure, s.log)
+}
+
+func (s *Server) handle(req *Request) {
+	rc := request.FromWire(req.Context)
+	ctx := request.With(s.workCtx, rc)
+	method, _ := req.MethodName()
+	log := s.log.With(append([]any{"method", method, "msg_id", req.MsgID}, rc.LogAttrs()...)...)
+	for k := range req.Context {
+		if !knownContextKey(k) {
+			log.Debug("request carries an unknown context key", "key", k)
+		}
+	}
+
+	var stopHB func()
+	if req.MsgID != "" && req.Timeout != 0 {
+		stopHB = s.startCallMonitor(req, log)
+	}
+	start := time.Now()
+	result, err := s.dispatch(ctx, req, log)
+	if stopHB != nil {
+		stopHB()
+	}
+	if err != nil {
+		var e *exception.Error
+		if errors.As(err, &e) {
+			log.Info("RPC method raised", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
+		} else {
+			log.Error("RPC method failed", "error", err.Error(), "duration", time.Since(start).String())
+		}
+	} else {
+		log.Debug("RPC method done", "duration", time.Since(start).String())
+	}
+	if req.MsgID == "" {
+		return
+	}
+	s.reply(req, result, err, log)
+}
+
+// dispatch runs the method with panic recovery.
+func (s *Server) dispatch(ctx context.Context, req *Request, log *slog.Logger) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("RPC method panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			result, err = nil, fmt.Errorf("panic in RPC method: %v", r)
+		}
+	}()
+	return s.disp.Dispatch(ctx, req)
+}
+
+// startCallMonitor sends ending=false replies every _timeout/2 seconds
+// while the method runs (oslo's dispatcher watchdog).
+func (s *Server) startCallMonitor(req *Request, log *slog.Logger) func() {
+	interval := time.Duration(int(req.Timeout)) * time.Second / 2
+	if interval < time.Second {
+		log.Warn("client provided an invalid call-monitor timeout", "timeout", req.Timeout)
+		return nil
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				body, err := encodeReply(req.MsgID, nil, nil, false)
+				if err != nil {
+					return
+				}
+				ctx, cancel := context.WithTimeout(s.pubCtx, interval)
+				err = s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
+				cancel()
+				if err != nil {
+					log.Debug("call-monitor heartbeat failed", "error", err.Error())
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func (s *Server) replyQueueObsolete(q string) bool {
+	s.obsoleteMu.Lock()
+	defer s.obsoleteMu.Unlock()
+	until, ok := s.obsolete[q]
+	if ok && time.Now().After(until) {
+		delete(s.obsolete, q)
+		return false
+	}
+	return ok
+}
+
+func (s *Server) markObsolete(q string) {
+	s.obsoleteMu.Lock()
+	defer s.obsoleteMu.Unlock()
+	now := time.Now()
+	for k, until := range s.obsolete {
+		if now.After(until) {
+			delete(s.obsolete, k)
+		}
+	}
+	s.obsolete[q] = now.Add(s.opts.Rabbit.MissingConsumerRetryTimeout)
+}
+
+// buildReply encodes the final reply of a call: the result, or the
+// failure that err becomes.
+func buildReply(msgID string, result any, err error) ([]byte, error) {
+	if err == nil {
+		raw, merr := marshalNoEscape(result)
+		if merr == nil {
+			return encodeReply(msgID, raw, nil, true)
+		}
+		err = fmt.Errorf("RPC result is not JSON-serializable: %w", merr)
+	}
+	f, ferr := FailureFromError(err).Encode()
+	if ferr != nil {
+		return nil, ferr
+	}
+	return encodeReply(msgID, nil, &f, true)
+}
+
+// reply sends the single final reply. A reply returned by the broker
+// (missing reply queue) is retried every 0.25 s for
+// kombu_missing_consumer_retry_timeout in the background, without holding
+// a worker.
+func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
+	if req.ReplyQ == "" {
+		log.Warn("call without a reply queue; no reply sent")
+		return
+	}
+	if s.replyQueueObsolete(req.ReplyQ) {
+		log.Info("reply queue is gone; not replying", "reply_q", req.ReplyQ)
+		return
+	}
+	body, berr := buildReply(req.MsgID, result, err)
+	if berr != nil {
+		log.Error("cannot encode reply", "error", berr.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.pubCtx, s.opts.Rabbit.MissingConsumerRetryTimeout)
+	perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
+	cancel()
+	var re *ReturnedError
+	switch {
+	case perr == nil:
+		return
+	case errors.As(perr, &re):
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			s.retryReply(req, result, err, log)
+		}()
+	default:
+		log.Error("sending reply failed", "error", perr.Error(), "reply_q", req.ReplyQ)
+	}
+}
+
+func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logger) {
+	deadline := time.Now().Add(s.opts.Rabbit.MissingConsumerRetryTimeout)
+	for {
+		log.Debug("reply could not be sent due to a missing queue, retrying", "reply_q", req.ReplyQ)
+		if sleepCtx(s.pubCtx, 250*time.Millisecond) != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.markObsolete(req.ReplyQ)
+			log.Error(fmt.Sprintf("The reply %s failed to send after %d seconds due to a missing queue (%s). Abandoning...",
+				req.MsgID, int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), req.ReplyQ))
+			return
+		}
+		body, berr := buildReply(req.MsgID, result, err)
+		if berr != nil {
+			return
+		}
+		ctx, cancel := context.WithDeadline(s.pubCtx, deadline)
+		perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
+		cancel()
+		var re *ReturnedError
+		if perr == nil {
+			return
+		}
+		if !errors.As(perr, &re) && s.pubCtx.Err() != nil {
+			return
+		}
+	}
+}
+
+// Stop stops consuming (deleting the server's fanout queue), waits for
+// in-flight requests until ctx ends (or the grace period if ctx has no
+// deadline), then cancels what is left and closes the connections.
+func (s *Server) Stop(ctx context.Context) error {
+	if !s.started {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.sopts.GracePeriod)
+		defer cancel()
+	}
+	s.stopOnce.Do(func() { close(s.stopping) })
+	var err error
+	select {
+	case <-s.loopDone:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.runCancel()
+	<-s.loopDone
+
+	idle := make(chan struct{})
+	go func() { s.inflight.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		s.log.Warn("grace period over; canceling in-flight RPC requests")
+		err = ctx.Err()
+		s.workCancel()
+		s.pubCancel()
+		<-idle
+	}
+	s.workCancel()
+	s.pubCancel()
+	s.pub.close()
+	s.log.Info("RPC server stopped")
+	return err
+}
+
+// knownContextKey reports whether k is one of the context keys magnum
+// sends (15.0.1 to master), or osprofiler's trace_info.
+func knownContextKey(k string) bool {
+	switch k {
+	case "user", "project_id", "system_scope", "project", "domain", "user_domain", "project_domain",
+		"is_admin", "read_only", "show_deleted", "auth_token", "request_id", "global_request_id",
+		"resource_uuid", "roles", "user_identity", "is_admin_project", "auth_url", "domain_id",
+		"domain_name", "user_domain_id", "user_domain_name", "user_name", "user_id", "project_name",
+		"trust_id", "auth_token_info", "password", "all_tenants", "trace_info", "service_catalog",
+		"tenant", "service_roles", "service_user_id", "service_project_id":
+		return true
+	}
+	return false
+}
