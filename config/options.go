@@ -54,7 +54,7 @@ type DefaultOpts struct {
 	Host                   string        `ini:"host" type:"hostaddress" sample:"<current hostname>" help:"Name of this node. This can be an opaque identifier. It is not necessarily a hostname, FQDN, or IP address. However, the node name must be valid within an AMQP key. Defaults to the machine's hostname."`
 	PeriodicEnable         bool          `ini:"periodic_enable" default:"true" help:"Enable periodic tasks."`
 	PeriodicIntervalMax    time.Duration `ini:"periodic_interval_max" unit:"s" default:"60" help:"Max interval size between periodic tasks execution in seconds."`
-	ServiceDownTime        time.Duration `ini:"service_down_time" unit:"s" default:"180" help:"Max interval size between periodic tasks execution in seconds."`
+	ServiceDownTime        time.Duration `ini:"service_down_time" unit:"s" default:"180" help:"Maximum time since last check-in for a service to be considered up (seconds)."`
 	PasswordSymbols        []string      `ini:"password_symbols" default:"23456789,ABCDEFGHJKLMNPQRSTUVWXYZ,abcdefghijkmnopqrstuvwxyz" help:"Symbols to use for passwords"`
 	Pybasedir              string        `ini:"pybasedir" default:"/usr/lib/python3/dist-packages/magnum" help:"Directory where the magnum python module is installed."`
 	Bindir                 string        `ini:"bindir" default:"$pybasedir/bin" help:"Directory where magnum binaries are installed."`
