@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 )
@@ -160,8 +162,9 @@ func isNull(raw json.RawMessage) bool {
 	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
 
-// marshalNoEscape marshals v like Python's json.dumps does with respect
-// to HTML characters (not escaped).
+// marshalNoEscape marshals v as Python's json.dumps with default
+// arguments lays it out: ", " and ": " separators, non-ASCII escaped as
+// \uXXXX, HTML characters not escaped.
 func marshalNoEscape(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -169,7 +172,57 @@ func marshalNoEscape(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return pyLayout(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// pyLayout rewrites compact JSON with Python's default separators and
+// ensure_ascii escaping.
+func pyLayout(compact []byte) []byte {
+	out := make([]byte, 0, len(compact)+len(compact)/8)
+	inStr, esc := false, false
+	for i := 0; i < len(compact); {
+		c := compact[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			case c >= 0x80:
+				r, size := utf8.DecodeRune(compact[i:])
+				if r == utf8.RuneError && size <= 1 {
+					out = append(out, `\ufffd`...)
+					i++
+					continue
+				}
+				if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+					out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+				} else {
+					out = fmt.Appendf(out, `\u%04x`, r)
+				}
+				i += size
+				continue
+			}
+			out = append(out, c)
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+			out = append(out, c)
+		case ',':
+			out = append(out, ',', ' ')
+		case ':':
+			out = append(out, ':', ' ')
+		default:
+			out = append(out, c)
+		}
+		i++
+	}
+	return out
 }
 
 // wrapEnvelope returns the 2.0 envelope body around the inner message.
@@ -214,6 +267,10 @@ func (o *orderedObject) add(key string, value any) error {
 		v = x
 		if v == nil {
 			v = []byte("null")
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, v) == nil {
+			v = pyLayout(buf.Bytes())
 		}
 	default:
 		var err error
