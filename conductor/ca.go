@@ -1,0 +1,151 @@
+package conductor
+
+import (
+	"context"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
+)
+
+// defaultCACertType is the CA sign_certificate uses when the certificate
+// names none.
+const defaultCACertType = "kubernetes"
+
+// SignCertificate ports ca_conductor.Handler.sign_certificate: sign the
+// CSR with the CA the certificate names (Kubernetes by default) and return
+// the certificate with pem set. Nothing is stored.
+func (h *Handlers) SignCertificate(ctx context.Context, c *objects.Cluster, cert *objects.Certificate) (*objects.Certificate, error) {
+	if err := requireCluster(c); err != nil {
+		return nil, err
+	}
+	log := h.logger(ctx, "sign_certificate", *c.UUID)
+	if cert == nil || cert.CSR == nil || *cert.CSR == "" {
+		err := exception.InvalidParameterValue("certificate has no csr")
+		log.Error("cannot sign certificate", "error", err)
+		return nil, err
+	}
+	caType := defaultCACertType
+	if cert.CACertType != nil && *cert.CACertType != "" {
+		caType = *cert.CACertType
+	}
+	pem, err := h.certs.SignCSR(ctx, c, *cert.CSR, caType)
+	if err != nil {
+		log.Error("cannot sign certificate", "ca_cert_type", caType, "error", err)
+		return nil, err
+	}
+	cert.PEM = objects.Str(pem)
+	return cert, nil
+}
+
+// GetCACertificate ports ca_conductor.Handler.get_ca_certificate: return a
+// new Certificate (project_id, user_id, cluster_uuid from the cluster) with
+// the selected CA's PEM: "etcd", "front_proxy"/"front-proxy", else the
+// Kubernetes CA.
+func (h *Handlers) GetCACertificate(ctx context.Context, c *objects.Cluster, caCertType *string) (*objects.Certificate, error) {
+	if err := requireCluster(c); err != nil {
+		return nil, err
+	}
+	log := h.logger(ctx, "get_ca_certificate", *c.UUID)
+	pem, err := h.certs.GetCACertificate(ctx, c, objects.Deref(caCertType))
+	if err != nil {
+		log.Error("cannot read CA certificate", "ca_cert_type", objects.Deref(caCertType), "error", err)
+		return nil, err
+	}
+	return &objects.Certificate{
+		ProjectID: c.ProjectID, UserID: c.UserID, ClusterUUID: c.UUID, PEM: objects.Str(pem),
+	}, nil
+}
+
+// certRefs are the four certificate references of a cluster.
+type certRefs struct{ ca, magnum, etcd, frontProxy *string }
+
+func refsOf(c *objects.Cluster) certRefs {
+	return certRefs{c.CACertRef, c.MagnumCertRef, c.EtcdCACertRef, c.FrontProxyCACertRef}
+}
+
+func (r certRefs) setOn(c *objects.Cluster) {
+	c.CACertRef, c.MagnumCertRef, c.EtcdCACertRef, c.FrontProxyCACertRef = r.ca, r.magnum, r.etcd, r.frontProxy
+}
+
+// holder returns a cluster object that carries only r, to delete those
+// certificates with the cert manager.
+func (r certRefs) holder(c *objects.Cluster) *objects.Cluster {
+	o := &objects.Cluster{UUID: c.UUID, ProjectID: c.ProjectID, UserID: c.UserID}
+	r.setOn(o)
+	return o
+}
+
+// RotateCACertificate ports ca_conductor.Handler.rotate_ca_certificate:
+// status guard, new CAs and client certificate, driver.rotate_ca_certificate,
+// cluster UPDATE_IN_PROGRESS with the new references. Unlike Magnum it
+// notifies update/pending before the driver (success comes from the
+// periodic sync, as for every update), deletes the old certificates once
+// the driver accepted the new ones, and on failure keeps the old references
+// and deletes the new certificates. A failure sets UPDATE_FAILED with the
+// reason and notifies update/failure.
+func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) (*objects.Cluster, error) {
+	if err := requireCluster(c); err != nil {
+		return nil, err
+	}
+	uuid := *c.UUID
+	log := h.logger(ctx, "rotate_ca_certificate", uuid)
+	log.Info("rotating the cluster CAs")
+	if !contains(allowUpdateStatus, c.Status) {
+		return nil, h.refuse(ctx, log, ActionUpdate, "Updating", c, c.Status)
+	}
+	oldStatus, oldReason := c.Status, c.StatusReason
+	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus, func(cur string) error {
+		return h.refuse(ctx, log, ActionUpdate, "Updating", c, cur)
+	}); err != nil {
+		return nil, err
+	}
+	old := refsOf(c)
+	var fresh *certRefs
+	fail := func(err error) (*objects.Cluster, error) {
+		cctx, cancel := h.cleanupCtx(ctx)
+		defer cancel()
+		log.Error("CA rotation failed", "error", err)
+		fc := h.freshCluster(cctx, log, c, uuid, err)
+		if fresh != nil {
+			old.setOn(fc)
+			if derr := h.certs.DeleteForCluster(cctx, fresh.holder(fc)); derr != nil {
+				log.Error("cannot delete the unused new certificates", "error", derr)
+			}
+		}
+		fc.Status = objects.UpdateFailed
+		fc.StatusReason = objects.Str(err.Error())
+		h.finishCluster(cctx, log, fc, objects.UpdateInProgress)
+		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, fc)
+		return nil, err
+	}
+	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
+	d, _, err := h.driverFor(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	rot, ok := d.(drivers.CARotator)
+	if !ok {
+		return fail(exception.NotSupportedMessage("'rotate_ca_certificate' is not supported by this driver."))
+	}
+	if err := h.certs.GenerateForCluster(ctx, c); err != nil {
+		old.setOn(c)
+		return fail(err)
+	}
+	n := refsOf(c)
+	fresh = &n
+	if err := h.callDriver(ctx, log, "rotate_ca_certificate", func(ctx context.Context) error {
+		return rot.RotateCACertificate(ctx, c)
+	}); err != nil {
+		return fail(err)
+	}
+	c.Status = objects.UpdateInProgress
+	c.StatusReason = nil
+	if err := h.store.SaveCluster(ctx, c); err != nil {
+		return fail(err)
+	}
+	if err := h.certs.DeleteForCluster(ctx, old.holder(c)); err != nil {
+		log.Error("cannot delete the old certificates", "error", err)
+	}
+	return c, nil
+}
