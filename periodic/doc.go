@@ -1,0 +1,16 @@
+// Package periodic runs the conductor's periodic tasks (the Go twin of
+// magnum/service/periodic.py and magnum/servicegroup): sync_cluster_status,
+// sync_cluster_health_status and the update_magnum_service heartbeat.
+//
+// Each task is a Job with a name, a spacing and RunOnce. A Runner schedules
+// jobs with jitter, runs them at start and never overlaps two runs of one
+// job: a slow cycle delays the next one instead of stacking. Per-cluster work
+// is single-flight and runs in a bounded worker pool.
+//
+// Unlike Magnum (reference §K.1), conductors sharing one database share the
+// work: the live conductors are the magnum_service rows of binary
+// magnum-conductor that are up (§H), and each cluster is handled by the
+// conductor whose host wins rendezvous hashing over the cluster uuid. A dead
+// conductor drops out once its heartbeat is older than service_down_time, and
+// its clusters move to the others.
+package periodic
