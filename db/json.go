@@ -1,0 +1,286 @@
+package db
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+)
+
+// Magnum's JSONEncodedDict / JSONEncodedList columns are TEXT holding
+// json.dumps output; binding None writes "{}" or "[]". These types write the
+// same text Python's json.dumps writes (", " and ": " separators,
+// ensure_ascii), so that equality filters on JSON columns match rows written
+// by either side.
+
+// jsonDict is a JSON object of strings (labels, health_status_reason,
+// properties, node_labels).
+type jsonDict map[string]string
+
+// Value implements driver.Valuer.
+func (d jsonDict) Value() (driver.Value, error) {
+	if d == nil {
+		return "{}", nil
+	}
+	return pyJSON(map[string]string(d)), nil
+}
+
+// Scan implements sql.Scanner. NULL reads as nil; values that are not
+// strings (old rows written by hand) are turned into their JSON text.
+func (d *jsonDict) Scan(src any) error {
+	b, isNull, err := scanText(src)
+	if err != nil || isNull {
+		*d = nil
+		return err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("db: JSON dict column: %w", err)
+	}
+	out := make(jsonDict, len(raw))
+	for k, v := range raw {
+		out[k] = pyStr(v)
+	}
+	*d = out
+	return nil
+}
+
+// jsonList is a JSON list of strings (node_addresses, member_ids).
+type jsonList []string
+
+// Value implements driver.Valuer.
+func (l jsonList) Value() (driver.Value, error) {
+	if l == nil {
+		return "[]", nil
+	}
+	return pyJSON([]string(l)), nil
+}
+
+// Scan implements sql.Scanner.
+func (l *jsonList) Scan(src any) error {
+	b, isNull, err := scanText(src)
+	if err != nil || isNull {
+		*l = nil
+		return err
+	}
+	var raw []any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("db: JSON list column: %w", err)
+	}
+	out := make(jsonList, len(raw))
+	for i, v := range raw {
+		out[i] = pyStr(v)
+	}
+	*l = out
+	return nil
+}
+
+// jsonDicts is a JSON list of objects (node_taints).
+type jsonDicts []map[string]any
+
+// Value implements driver.Valuer.
+func (l jsonDicts) Value() (driver.Value, error) {
+	if l == nil {
+		return "[]", nil
+	}
+	return pyJSON([]map[string]any(l)), nil
+}
+
+// Scan implements sql.Scanner.
+func (l *jsonDicts) Scan(src any) error {
+	b, isNull, err := scanText(src)
+	if err != nil || isNull {
+		*l = nil
+		return err
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("db: JSON list-of-dicts column: %w", err)
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	*l = out
+	return nil
+}
+
+func scanText(src any) ([]byte, bool, error) {
+	switch v := src.(type) {
+	case nil:
+		return nil, true, nil
+	case []byte:
+		return v, false, nil
+	case string:
+		return []byte(v), false, nil
+	default:
+		return nil, false, fmt.Errorf("db: JSON column holds %T, want text", src)
+	}
+}
+
+// pyStr is Python's str() of a decoded JSON scalar, as DictOfStrings
+// coerces values.
+func pyStr(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return "None"
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return strconv.FormatInt(int64(x), 10)
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	default:
+		return pyJSON(v)
+	}
+}
+
+// pyJSON encodes v as Python's json.dumps does by default. Map keys are
+// sorted (Go maps have no insertion order).
+func pyJSON(v any) string {
+	var b strings.Builder
+	writePyJSON(&b, v)
+	return b.String()
+}
+
+func writePyJSON(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case string:
+		writePyString(b, x)
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			b.WriteString(strconv.FormatInt(int64(x), 10))
+			b.WriteString(".0")
+		} else {
+			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+		}
+	case json.Number:
+		b.WriteString(x.String())
+	case map[string]string:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, k)
+			b.WriteString(": ")
+			writePyString(b, x[k])
+		}
+		b.WriteByte('}')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, k)
+			b.WriteString(": ")
+			writePyJSON(b, x[k])
+		}
+		b.WriteByte('}')
+	case []string:
+		b.WriteByte('[')
+		for i, s := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, s)
+		}
+		b.WriteByte(']')
+	case []map[string]any:
+		b.WriteByte('[')
+		for i, m := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyJSON(b, m)
+		}
+		b.WriteByte(']')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyJSON(b, e)
+		}
+		b.WriteByte(']')
+	default:
+		// Other JSON-compatible values: go through encoding/json first.
+		raw, err := json.Marshal(x)
+		if err != nil {
+			writePyString(b, fmt.Sprint(x))
+			return
+		}
+		var generic any
+		if json.Unmarshal(raw, &generic) != nil {
+			writePyString(b, string(raw))
+			return
+		}
+		writePyJSON(b, generic)
+	}
+}
+
+func writePyString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			switch {
+			case r < 0x20 || (r > 0x7e && r < 0x10000):
+				fmt.Fprintf(b, `\u%04x`, r)
+			case r >= 0x10000:
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+			default:
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}

@@ -1,0 +1,275 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+// NodeGroupFilters are the filters of list_cluster_nodegroups. Status is an
+// IN list.
+type NodeGroupFilters struct {
+	Name          *string
+	NodeCount     *int64
+	NodeAddresses []string
+	Role          *string
+	IsDefault     *bool
+	Status        []string
+}
+
+var nodeGroupPage = page{table: "nodegroup", columns: nodeGroupColumns, markerCol: "uuid",
+	notFound: func(m string) error { return exception.NodeGroupNotFound(m) }}
+
+// CreateNodeGroup is create_nodegroup; a duplicate (uuid, or name in the
+// cluster) is NodeGroupAlreadyExists.
+func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error {
+	if n.UUID == "" {
+		n.UUID = uuid.NewString()
+	}
+	cols := addColumn(setColumns(n, nodeGroupColumns), "uuid", "name", "cluster_id", "project_id",
+		"created_at", "is_default")
+	row := nodeGroupToRow(n)
+	row.ID = 0
+	if !objects.IsSet(n, "created_at") {
+		row.Created = timePtr(s.now())
+	}
+	err := s.retry(ctx, "create nodegroup", func() error { return insert(s.ctxDB(ctx), row, cols) })
+	if err != nil {
+		if isDuplicate(err) {
+			return exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
+		}
+		return err
+	}
+	return s.reloadNodeGroup(ctx, n, row.ID)
+}
+
+func (s *Store) reloadNodeGroup(ctx context.Context, n *objects.NodeGroup, id int64) error {
+	w := &where{}
+	w.add(s.q("id")+" = ?", id)
+	r, err := getOne[nodeGroupRow](ctx, s, w, func() error { return exception.NodeGroupNotFound(id) }, nil)
+	if err != nil {
+		return s.wrap("reload nodegroup", err)
+	}
+	v := n.ReceivedVersion()
+	*n = *r.toObject()
+	n.SetReceivedVersion(v)
+	objects.ResetChanges(n)
+	return nil
+}
+
+func (s *Store) getNodeGroup(ctx context.Context, clusterUUID, col string, v any, ident any, multiple bool) (*objects.NodeGroup, error) {
+	w := &where{}
+	s.nodegroupTenantFilter(ctx, w)
+	w.add(s.q("cluster_id")+" = ?", clusterUUID)
+	w.add(s.q(col)+" = ?", v)
+	var mult func() error
+	if multiple {
+		mult = func() error {
+			return exception.Conflict("Multiple nodegroups exist with same name. Please use the nodegroup uuid instead.")
+		}
+	}
+	r, err := getOne[nodeGroupRow](ctx, s, w, func() error { return exception.NodeGroupNotFound(ident) }, mult)
+	if err != nil {
+		return nil, s.wrap("get nodegroup", err)
+	}
+	n := r.toObject()
+	resetLoaded(n)
+	return n, nil
+}
+
+// GetNodeGroupByID is get_nodegroup_by_id.
+func (s *Store) GetNodeGroupByID(ctx context.Context, clusterUUID string, id int64) (*objects.NodeGroup, error) {
+	return s.getNodeGroup(ctx, clusterUUID, "id", id, id, false)
+}
+
+// GetNodeGroupByUUID is get_nodegroup_by_uuid.
+func (s *Store) GetNodeGroupByUUID(ctx context.Context, clusterUUID, u string) (*objects.NodeGroup, error) {
+	return s.getNodeGroup(ctx, clusterUUID, "uuid", u, u, false)
+}
+
+// GetNodeGroupByName is get_nodegroup_by_name.
+func (s *Store) GetNodeGroupByName(ctx context.Context, clusterUUID, name string) (*objects.NodeGroup, error) {
+	return s.getNodeGroup(ctx, clusterUUID, "name", name, name, true)
+}
+
+// ListNodeGroups is list_cluster_nodegroups.
+func (s *Store) ListNodeGroups(ctx context.Context, clusterUUID string, opts ListOpts, f NodeGroupFilters) ([]*objects.NodeGroup, error) {
+	w := &where{}
+	s.nodegroupTenantFilter(ctx, w)
+	w.add(s.q("cluster_id")+" = ?", clusterUUID)
+	if f.Name != nil {
+		w.add(s.q("name")+" = ?", *f.Name)
+	}
+	if f.NodeCount != nil {
+		w.add(s.q("node_count")+" = ?", *f.NodeCount)
+	}
+	if f.NodeAddresses != nil {
+		w.add(s.q("node_addresses")+" = ?", pyJSON(f.NodeAddresses))
+	}
+	if f.Role != nil {
+		w.add(s.q("role")+" = ?", *f.Role)
+	}
+	if f.IsDefault != nil {
+		w.add(s.q("is_default")+" = ?", *f.IsDefault)
+	}
+	if f.Status != nil {
+		w.in(s.q("status"), f.Status)
+	}
+	rows, err := listRows[nodeGroupRow](ctx, s, nodeGroupPage, w, opts)
+	if err != nil {
+		return nil, s.wrap("list nodegroups", err)
+	}
+	out := make([]*objects.NodeGroup, len(rows))
+	for i := range rows {
+		out[i] = rows[i].toObject()
+		resetLoaded(out[i])
+	}
+	return out, nil
+}
+
+// CountNodeGroups is get_cluster_nodegroup_count.
+func (s *Store) CountNodeGroups(ctx context.Context, clusterUUID string) (int64, error) {
+	w := &where{}
+	s.nodegroupTenantFilter(ctx, w)
+	w.add(s.q("cluster_id")+" = ?", clusterUUID)
+	n, err := countRows[nodeGroupRow](ctx, s, w)
+	return n, s.wrap("count nodegroups", err)
+}
+
+// SaveNodeGroup is NodeGroup.save: UPDATE of the changed fields by cluster
+// and uuid.
+func (s *Store) SaveNodeGroup(ctx context.Context, n *objects.NodeGroup) error {
+	return s.saveNodeGroup(ctx, n, nil)
+}
+
+// SaveNodeGroupIfStatus is SaveNodeGroup only while the row's status is one
+// of allowed; otherwise an error matching ErrStatusChanged.
+func (s *Store) SaveNodeGroupIfStatus(ctx context.Context, n *objects.NodeGroup, allowed []string) error {
+	if allowed == nil {
+		allowed = []string{}
+	}
+	return s.saveNodeGroup(ctx, n, allowed)
+}
+
+func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, allowed []string) error {
+	cols := changedColumns(n, nodeGroupColumns)
+	if len(cols) == 0 && allowed == nil {
+		objects.ResetChanges(n)
+		return nil
+	}
+	row := nodeGroupToRow(n)
+	row.ID = 0
+	if !slices.Contains(cols, "updated_at") {
+		row.Updated = timePtr(s.now())
+		cols = append(cols, "updated_at")
+	}
+	w := &where{}
+	w.add(s.q("uuid")+" = ?", n.UUID)
+	w.add(s.q("cluster_id")+" = ?", n.ClusterID)
+	if allowed != nil {
+		w.in(s.q("status"), allowed)
+	}
+	var cnt int64
+	err := s.retry(ctx, "save nodegroup", func() error {
+		var err error
+		cnt, err = updateWhere(s.ctxDB(ctx), row, w, cols)
+		return err
+	})
+	if err != nil {
+		if isDuplicate(err) {
+			return exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
+		}
+		return err
+	}
+	if cnt == 0 {
+		return s.noRowUpdated(ctx, "nodegroup", n.UUID, allowed, func() error { return exception.NodeGroupNotFound(n.UUID) })
+	}
+	n.UpdatedAt = utcPtr(row.Updated)
+	objects.ResetChanges(n)
+	return nil
+}
+
+// DestroyNodeGroup is destroy_nodegroup (by uuid or id, within the cluster).
+func (s *Store) DestroyNodeGroup(ctx context.Context, clusterUUID, ident string) error {
+	w := &where{}
+	if err := s.identity(w, ident); err != nil {
+		return err
+	}
+	w.add(s.q("cluster_id")+" = ?", clusterUUID)
+	var cnt int64
+	err := s.retry(ctx, "destroy nodegroup", func() error {
+		res := w.apply(s.ctxDB(ctx)).Delete(&nodeGroupRow{})
+		cnt = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return err
+	}
+	if cnt == 0 {
+		return exception.NodeGroupNotFound(ident)
+	}
+	return nil
+}
+
+// UpdateNodeGroupValues is NodeGroup.update_nodegroup / update_nodegroup:
+// values are column → value, as Python's dict; the nodegroup is found by id
+// or uuid within the cluster. JSON columns take maps and lists.
+func (s *Store) UpdateNodeGroupValues(ctx context.Context, clusterUUID, ident string, values map[string]any) (*objects.NodeGroup, error) {
+	w := &where{}
+	if err := s.identity(w, ident); err != nil {
+		return nil, err
+	}
+	w.add(s.q("cluster_id")+" = ?", clusterUUID)
+	set := map[string]any{}
+	for k, v := range values {
+		if k == "id" || !slices.Contains(nodeGroupColumns, k) {
+			return nil, exception.InvalidParameterValue(fmt.Sprintf("nodegroup has no column %q", k))
+		}
+		switch k {
+		case "labels", "node_labels":
+			if v == nil {
+				v = "{}"
+			} else {
+				v = pyJSON(v)
+			}
+		case "node_addresses", "node_taints":
+			if v == nil {
+				v = "[]"
+			} else {
+				v = pyJSON(v)
+			}
+		}
+		set[k] = v
+	}
+	if _, ok := set["updated_at"]; !ok {
+		set["updated_at"] = s.now()
+	}
+	var id int64
+	err := s.retry(ctx, "update nodegroup", func() error {
+		return s.ctxDB(ctx).Transaction(func(tx *gorm.DB) error {
+			var ids []int64
+			if err := s.lockForUpdate(w.apply(tx.Model(&nodeGroupRow{}))).Pluck("id", &ids).Error; err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return exception.NodeGroupNotFound(ident)
+			}
+			id = ids[0]
+			return tx.Model(&nodeGroupRow{}).Where(s.q("id")+" = ?", id).Updates(set).Error
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	n := &objects.NodeGroup{}
+	if err := s.reloadNodeGroup(ctx, n, id); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
