@@ -100,32 +100,10 @@ func readErr(err error) error {
 // LoadSources is Load for configuration already in memory (the first source
 // is the oldest; later sources win). It also returns every problem at once.
 func LoadSources(srcs []Source) (*Config, error) {
-	defs, err := definitions()
-	if err != nil {
-		return nil, err
+	r, defs, errs := newResolver(srcs)
+	if r == nil {
+		return nil, errors.Join(errs...)
 	}
-	var errs []error
-	r := &resolver{
-		byName: map[string]map[string]*optDef{},
-		values: map[*optDef]any{},
-		failed: map[*optDef]bool{},
-		active: map[*optDef]bool{},
-	}
-	for _, d := range defs {
-		if r.byName[d.group] == nil {
-			r.byName[d.group] = map[string]*optDef{}
-		}
-		r.byName[d.group][d.name] = d
-	}
-	for _, s := range srcs {
-		f, err := parseINI(s.Name, string(s.Data))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		r.files = append(r.files, f)
-	}
-
 	cfg := &Config{}
 	cv := reflect.ValueOf(cfg).Elem()
 	for _, d := range defs {
@@ -147,6 +125,37 @@ func LoadSources(srcs []Source) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// newResolver parses the sources. A nil resolver means the definitions
+// themselves are broken.
+func newResolver(srcs []Source) (*resolver, []*optDef, []error) {
+	defs, err := definitions()
+	if err != nil {
+		return nil, nil, []error{err}
+	}
+	var errs []error
+	r := &resolver{
+		byName: map[string]map[string]*optDef{},
+		values: map[*optDef]any{},
+		failed: map[*optDef]error{},
+		active: map[*optDef]bool{},
+	}
+	for _, d := range defs {
+		if r.byName[d.group] == nil {
+			r.byName[d.group] = map[string]*optDef{}
+		}
+		r.byName[d.group][d.name] = d
+	}
+	for _, s := range srcs {
+		f, err := parseINI(s.Name, string(s.Data))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.files = append(r.files, f)
+	}
+	return r, defs, errs
 }
 
 // assign stores an oslo value in the struct field. nil (None) leaves the
@@ -185,7 +194,7 @@ type resolver struct {
 	files  []*iniFile // oldest first
 	byName map[string]map[string]*optDef
 	values map[*optDef]any
-	failed map[*optDef]bool
+	failed map[*optDef]error
 	active map[*optDef]bool // being resolved: a reference cycle
 }
 
@@ -232,15 +241,12 @@ func (r *resolver) lookup(names []optName, multi bool) []hit {
 // maxDepth bounds nested interpolation of options this package does not model.
 const maxDepth = 32
 
-// errDependency marks a failure already reported for another option.
-var errDependency = errors.New("depends on an invalid option")
-
 func (r *resolver) get(d *optDef) (any, error) {
 	if v, ok := r.values[d]; ok {
 		return v, nil
 	}
-	if r.failed[d] {
-		return nil, errDependency
+	if err := r.failed[d]; err != nil {
+		return nil, err
 	}
 	if r.active[d] {
 		return nil, fmt.Errorf("interpolation loop through [%s] %s", d.group, d.name)
@@ -250,7 +256,7 @@ func (r *resolver) get(d *optDef) (any, error) {
 
 	v, err := r.resolve(d)
 	if err != nil {
-		r.failed[d] = true
+		r.failed[d] = err
 		return nil, err
 	}
 	r.values[d] = v
@@ -398,10 +404,11 @@ func (r *resolver) reference(group, name string, depth int) (string, error) {
 		if d := r.byName[c.group][c.name]; d != nil {
 			v, err := r.get(d)
 			if err != nil {
-				if errors.Is(err, errDependency) || r.failed[d] {
+				var ve *ValueError
+				if errors.As(err, &ve) {
 					return "", fmt.Errorf("cannot interpolate $%s: [%s] %s is invalid", name, d.group, d.name)
 				}
-				return "", err
+				return "", fmt.Errorf("cannot interpolate $%s: %v", name, err)
 			}
 			return pyStr(v), nil
 		}

@@ -88,7 +88,7 @@ type PeriodicOpts struct {
 
 // DatabaseOpts is the [database] group (oslo.db plus Magnum's mysql_engine).
 type DatabaseOpts struct {
-	Connection            string        `ini:"connection" type:"url" secret:"true" deprecated:"DEFAULT.sql_connection,DATABASE.sql_connection,sql.connection" help:"The SQLAlchemy connection string to use to connect to the database."`
+	Connection            string        `ini:"connection" type:"url" default:"sqlite:///$state_path/magnum.sqlite" secret:"true" deprecated:"DEFAULT.sql_connection,DATABASE.sql_connection,sql.connection" help:"The SQLAlchemy connection string to use to connect to the database."`
 	MaxPoolSize           int           `ini:"max_pool_size" default:"5" help:"Maximum number of SQL connections to keep open in a pool. Setting a value of 0 indicates no limit."`
 	MaxOverflow           int           `ini:"max_overflow" default:"50" deprecated:"DEFAULT.sql_max_overflow,DATABASE.sqlalchemy_max_overflow" help:"If set, use this value for max_overflow with SQLAlchemy."`
 	PoolTimeout           time.Duration `ini:"pool_timeout" unit:"s" deprecated:"DATABASE.sqlalchemy_pool_timeout" help:"If set, use this value for pool_timeout with SQLAlchemy."`
@@ -228,7 +228,7 @@ type TrustOpts struct {
 // KeystoneAuthOpts is the [keystone_auth] group: keystoneauth1 password
 // plugin and session options for the service (admin) credentials.
 type KeystoneAuthOpts struct {
-	AuthType          string        `ini:"auth_type" deprecated:"keystone_auth.auth_plugin" help:"Authentication type to load"`
+	AuthType          string        `ini:"auth_type" default:"password" deprecated:"keystone_auth.auth_plugin" help:"Authentication type to load"`
 	AuthURL           string        `ini:"auth_url" type:"url" help:"Authentication URL"`
 	Username          string        `ini:"username" deprecated:"keystone_auth.user-name,keystone_auth.user_name" help:"Username"`
 	Password          string        `ini:"password" secret:"true" help:"User's password"`
@@ -241,11 +241,11 @@ type KeystoneAuthOpts struct {
 	ProjectDomainID   string        `ini:"project_domain_id" help:"Domain ID containing project"`
 	SystemScope       string        `ini:"system_scope" help:"Scope for system operations"`
 	TrustID           string        `ini:"trust_id" help:"ID of the trust to use as a trustee use"`
-	Cafile            string        `ini:"cafile" help:"PEM encoded Certificate Authority to use when verifying HTTPs connections."`
-	Certfile          string        `ini:"certfile" help:"PEM encoded client certificate cert file"`
-	Keyfile           string        `ini:"keyfile" help:"PEM encoded client certificate key file"`
-	Insecure          bool          `ini:"insecure" default:"false" help:"Verify HTTPS connections."`
-	Timeout           time.Duration `ini:"timeout" unit:"s" help:"Timeout value for http requests"`
+	Cafile            string        `ini:"cafile" deprecated:"keystone_authtoken.cafile" help:"PEM encoded Certificate Authority to use when verifying HTTPs connections."`
+	Certfile          string        `ini:"certfile" deprecated:"keystone_authtoken.certfile" help:"PEM encoded client certificate cert file"`
+	Keyfile           string        `ini:"keyfile" deprecated:"keystone_authtoken.keyfile" help:"PEM encoded client certificate key file"`
+	Insecure          bool          `ini:"insecure" default:"false" deprecated:"keystone_authtoken.insecure" help:"Verify HTTPS connections."`
+	Timeout           time.Duration `ini:"timeout" unit:"s" deprecated:"keystone_authtoken.timeout" help:"Timeout value for http requests"`
 }
 
 // KeystoneAuthtokenOpts is the part of [keystone_authtoken]

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Print option values as oslo.config parses them, as JSON, for config tests.
+
+usage: oslo_values.py spec|real SPEC.json [--config-file F ...] [--config-dir D ...]
+
+SPEC.json is a list of option definitions written by the Go test
+({"group", "name", "kind", "default", "min", "max", "choices", "deprecated"}).
+
+  spec: register exactly those options with oslo.config's own types, so the
+        Go parser is compared with oslo.config on the same definitions.
+  real: register Magnum's real options (magnum.conf, oslo.messaging rabbit,
+        transport and notifier options, oslo.db, keystoneauth) as
+        magnum-conductor does, and report the listed ones that exist.
+
+Output: {"values": {"group.name": value}, "errors": {"group.name": "msg"},
+"missing": ["group.name", ...]}. A load error prints {"fatal": "msg"}.
+"""
+import json
+import sys
+
+from oslo_config import cfg
+from oslo_config import types
+
+
+def spec_opt(d):
+    kw = {}
+    if d.get("deprecated"):
+        kw["deprecated_opts"] = [cfg.DeprecatedOpt(n, group=g)
+                                 for g, n in d["deprecated"]]
+    default = d.get("default")
+    kind = d["kind"]
+    name = d["name"]
+    if kind == "string":
+        t = types.String(choices=d.get("choices"))
+        if d.get("syntax") == "hostaddress":
+            t = types.HostAddress()
+        return cfg.Opt(name, type=t, default=default, **kw)
+    if kind == "bool":
+        return cfg.BoolOpt(name, default=default, **kw)
+    if kind == "int":
+        return cfg.IntOpt(name, default=default, min=d.get("min"),
+                          max=d.get("max"), **kw)
+    if kind == "float":
+        return cfg.FloatOpt(name, default=default, min=d.get("min"),
+                            max=d.get("max"), **kw)
+    if kind == "list":
+        return cfg.ListOpt(name, default=default, **kw)
+    if kind == "multi":
+        return cfg.MultiStrOpt(name, default=default, **kw)
+    if kind == "dict":
+        return cfg.DictOpt(name, default=default, **kw)
+    raise SystemExit("unknown kind %r" % kind)
+
+
+def register_real(conf):
+    import magnum.conf  # noqa: F401  registers on cfg.CONF
+    import oslo_messaging
+    from oslo_messaging._drivers import impl_rabbit
+    from oslo_messaging.notify import notifier
+    from oslo_messaging import transport
+    conf.register_opts(transport._transport_opts)
+    conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+    conf.register_opts(notifier._notifier_opts,
+                       group="oslo_messaging_notifications")
+    # magnum.common.config.parse_args → rpc.set_defaults(control_exchange=...)
+    oslo_messaging.set_transport_defaults("magnum")
+    try:
+        from oslo_messaging._drivers import base
+        conf.register_opts(base.base_opts)
+    except Exception:  # pragma: no cover - older layouts
+        pass
+    try:
+        from oslo_messaging.rpc import client
+        conf.register_opts(client._client_opts)
+    except Exception:  # pragma: no cover
+        pass
+    try:
+        from pycadf import identifier  # noqa: F401  registers [audit]
+    except Exception:  # pragma: no cover
+        pass
+
+
+def main():
+    mode, spec_path, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    with open(spec_path) as f:
+        spec = json.load(f)
+    if mode == "spec":
+        conf = cfg.ConfigOpts()
+        for d in spec:
+            conf.register_opt(spec_opt(d),
+                              group=None if d["group"] == "DEFAULT"
+                              else d["group"])
+    elif mode == "real":
+        conf = cfg.CONF
+        register_real(conf)
+    else:
+        raise SystemExit("mode must be spec or real")
+
+    out = {"values": {}, "errors": {}, "missing": []}
+    try:
+        conf(args, project="magnum", default_config_files=[],
+             default_config_dirs=[])
+    except Exception as e:
+        print(json.dumps({"fatal": "%s: %s" % (type(e).__name__, e)}))
+        return
+    for d in spec:
+        key = "%s.%s" % (d["group"], d["name"])
+        try:
+            g = None if d["group"] == "DEFAULT" else d["group"]
+            v = conf[d["name"]] if g is None else conf[g][d["name"]]
+        except (cfg.NoSuchOptError, cfg.NoSuchGroupError, KeyError):
+            out["missing"].append(key)
+            continue
+        except Exception as e:
+            out["errors"][key] = "%s: %s" % (type(e).__name__, e)
+            continue
+        out["values"][key] = v
+    print(json.dumps(out, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
