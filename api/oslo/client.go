@@ -1,0 +1,401 @@
+package oslo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/openstack/magnum-conductor/api/request"
+)
+
+// TimeoutError is oslo's MessagingTimeout: no reply came in time.
+type TimeoutError struct {
+	MsgID  string
+	Method string
+	After  time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("Timed out waiting for a reply to message ID %s (method %s, timeout %s)", e.MsgID, e.Method, e.After)
+}
+
+// Timeout marks the error as a timeout (net.Error style).
+func (e *TimeoutError) Timeout() bool { return true }
+
+// CallOptions tune one call.
+type CallOptions struct {
+	// Timeout overrides rpc_response_timeout.
+	Timeout time.Duration
+	// CallMonitorTimeout is sent as "_timeout": the server then sends
+	// heartbeats every CallMonitorTimeout/2 and the call fails when none
+	// arrives within CallMonitorTimeout. Zero sends null (magnum's way).
+	CallMonitorTimeout time.Duration
+}
+
+// Client is an oslo.messaging RPC client: calls (with one reply queue per
+// client, declared as oslo does), casts and fanout casts.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	pub  *publisher
+
+	replyDialer *dialer
+	replyQ      string
+
+	mu          sync.Mutex
+	waiters     map[string]chan replyMessage
+	replyOnce   sync.Once
+	replyReady  chan struct{}
+	replyCtx    context.Context
+	replyCancel context.CancelFunc
+	replyDone   chan struct{}
+	seen        []string
+}
+
+// NewClient builds a client on the RPC transport of opts. Nothing is
+// opened until the first message.
+func NewClient(opts Options, log *slog.Logger) (*Client, error) {
+	opts = opts.withDefaults()
+	u, err := ParseTransportURL(opts.TransportURL)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		opts: opts, log: log,
+		pub:         newPublisher(newDialer(u, opts.Rabbit, "rpc-client", log), log),
+		replyDialer: newDialer(u, opts.Rabbit, "rpc-reply", log),
+		replyQ:      "reply_" + uuidHex(),
+		waiters:     map[string]chan replyMessage{},
+		replyReady:  make(chan struct{}),
+		replyDone:   make(chan struct{}),
+	}
+	c.replyCtx, c.replyCancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// ReplyQueue returns the name of the client's reply queue.
+func (c *Client) ReplyQueue() string { return c.replyQ }
+
+// contextOrder is the order of magnum's RequestContext.to_dict keys.
+var contextOrder = [...]string{"user", "project_id", "system_scope", "project", "domain", "user_domain",
+	"project_domain", "is_admin", "read_only", "show_deleted", "auth_token", "request_id", "global_request_id",
+	"resource_uuid", "roles", "user_identity", "is_admin_project", "auth_url", "domain_id", "domain_name",
+	"user_domain_id", "user_domain_name", "user_name", "user_id", "project_name", "trust_id",
+	"auth_token_info", "password", "all_tenants"}
+
+// addContext appends the _context_* keys of m in magnum's order.
+func addContext(ob *orderedObject, m map[string]any) error {
+	done := map[string]bool{}
+	for _, k := range contextOrder {
+		if v, ok := m[k]; ok {
+			if err := ob.add("_context_"+k, v); err != nil {
+				return err
+			}
+			done[k] = true
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !done[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		if err := ob.add("_context_"+k, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeRequest builds the enveloped request body.
+func encodeRequest(ctx context.Context, t Target, method string, args any, msgID, replyQ string, cmTimeout time.Duration) ([]byte, error) {
+	var ob orderedObject
+	if err := ob.add("method", method); err != nil {
+		return nil, err
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := marshalNoEscape(args)
+	if err != nil {
+		return nil, fmt.Errorf("encoding args of %s: %w", method, err)
+	}
+	if pyTypeName(raw) != "dict" {
+		return nil, fmt.Errorf("args of %s must encode as a JSON object, not %s", method, pyTypeName(raw))
+	}
+	_ = ob.add("args", json.RawMessage(raw))
+	if t.Namespace != "" {
+		_ = ob.add("namespace", t.Namespace)
+	}
+	if t.Version != "" {
+		_ = ob.add("version", t.Version)
+	}
+	if msgID != "" {
+		_ = ob.add("_msg_id", msgID)
+		_ = ob.add("_reply_q", replyQ)
+		var to any
+		if cmTimeout > 0 {
+			to = int(cmTimeout / time.Second)
+		}
+		_ = ob.add("_timeout", to)
+	}
+	_ = ob.add("_unique_id", uuidHex())
+	if err := addContext(&ob, request.From(ctx).ToWire()); err != nil {
+		return nil, err
+	}
+	return wrapEnvelope(ob.bytes())
+}
+
+func (c *Client) topicPublishing(t Target, body []byte, expiration string) publishing {
+	exchange := t.Exchange
+	if exchange == "" {
+		exchange = c.opts.ControlExchange
+	}
+	r := c.opts.Rabbit
+	if t.Fanout {
+		fx := t.Topic + "_fanout"
+		return publishing{exchange: fx, body: body, declareKey: "exchange:" + fx,
+			declare: func(ch *amqp.Channel) error { return ch.ExchangeDeclare(fx, "fanout", false, true, false, false, nil) }}
+	}
+	key := t.Topic
+	if t.Server != "" {
+		key = t.Topic + "." + t.Server
+	}
+	return publishing{exchange: exchange, key: key, body: body, expiration: expiration, declareKey: "exchange:" + exchange,
+		declare: func(ch *amqp.Channel) error {
+			return ch.ExchangeDeclare(exchange, "topic", r.durable(), r.AMQPAutoDelete, false, false, nil)
+		}}
+}
+
+// Cast sends method(**args) without waiting for a result (fanout when
+// t.Fanout). args must encode as a JSON object.
+func (c *Client) Cast(ctx context.Context, t Target, method string, args any) error {
+	if t.Topic == "" {
+		return errors.New("oslo: cast needs a topic")
+	}
+	body, err := encodeRequest(ctx, t, method, args, "", "", 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.withSendTimeout(ctx)
+	defer cancel()
+	return c.pub.publish(ctx, c.topicPublishing(t, body, ""))
+}
+
+func (c *Client) withSendTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.opts.RPCResponseTimeout)
+}
+
+// Call sends method(**args) and waits for the reply. A failure reply
+// becomes an *exception.Error with the remote module, class, message and
+// kwargs; no reply within the timeout gives a *TimeoutError.
+func (c *Client) Call(ctx context.Context, t Target, method string, args any, co ...CallOptions) (json.RawMessage, error) {
+	if t.Topic == "" {
+		return nil, errors.New("oslo: call needs a topic")
+	}
+	if t.Fanout {
+		return nil, errors.New("oslo: a fanout target cannot be called")
+	}
+	var o CallOptions
+	if len(co) > 0 {
+		o = co[0]
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = c.opts.RPCResponseTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	if err := c.startReplies(ctx); err != nil {
+		return nil, err
+	}
+	msgID := uuidHex()
+	body, err := encodeRequest(ctx, t, method, args, msgID, c.replyQ, o.CallMonitorTimeout)
+	if err != nil {
+		return nil, err
+	}
+	replies := make(chan replyMessage, 8)
+	c.mu.Lock()
+	c.waiters[msgID] = replies
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.waiters, msgID)
+		c.mu.Unlock()
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	sendCtx, cancel := context.WithTimeout(ctx, timeout)
+	err = c.pub.publish(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
+	cancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
+		}
+		return nil, err
+	}
+	var cm <-chan time.Time
+	var cmTimer *time.Timer
+	if o.CallMonitorTimeout > 0 {
+		cmTimer = time.NewTimer(o.CallMonitorTimeout)
+		defer cmTimer.Stop()
+		cm = cmTimer.C
+	}
+	var result json.RawMessage
+	for {
+		select {
+		case r := <-replies:
+			if r.Failure != nil {
+				f, err := DecodeFailure(*r.Failure)
+				if err != nil {
+					return nil, err
+				}
+				return nil, f.Error()
+			}
+			if !isNull(r.Result) {
+				result = r.Result
+			} else if !r.Ending && cmTimer != nil {
+				cmTimer.Reset(o.CallMonitorTimeout)
+			}
+			if r.Ending {
+				if result == nil {
+					result = json.RawMessage("null")
+				}
+				return result, nil
+			}
+		case <-timer.C:
+			return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
+		case <-cm:
+			return nil, &TimeoutError{MsgID: msgID, Method: method, After: o.CallMonitorTimeout}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// startReplies starts the reply consumer once and waits until it
+// consumes.
+func (c *Client) startReplies(ctx context.Context) error {
+	c.replyOnce.Do(func() { go c.replyLoop() })
+	select {
+	case <-c.replyReady:
+		return c.replyCtx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) replyLoop() {
+	defer close(c.replyDone)
+	var once sync.Once
+	ready := func() { once.Do(func() { close(c.replyReady) }) }
+	defer ready()
+	for {
+		conn, err := c.replyDialer.connect(c.replyCtx)
+		if err != nil {
+			return
+		}
+		err = c.consumeReplies(conn, ready)
+		if c.replyCtx.Err() != nil {
+			return
+		}
+		c.log.Error("reply consumer lost its connection, reconnecting", "error", fmt.Sprint(err), "reply_q", c.replyQ)
+		_ = sleepCtx(c.replyCtx, c.opts.Rabbit.KombuReconnectDelay)
+	}
+}
+
+func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
+	defer conn.Close()
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	r := c.opts.Rabbit
+	if _, err := ch.QueueDeclare(c.replyQ, false, false, false, false, amqp.Table(r.queueArgs(r.TransientQueuesTTL, false))); err != nil {
+		return err
+	}
+	deliveries, err := ch.Consume(c.replyQ, "1", false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	ready()
+	for {
+		select {
+		case <-c.replyCtx.Done():
+			_ = ch.Close()
+			return nil
+		case e := <-closed:
+			return e
+		case d, ok := <-deliveries:
+			if !ok {
+				return errors.New("reply consumer closed")
+			}
+			_ = d.Ack(false)
+			c.deliverReply(d.Body)
+		}
+	}
+}
+
+func (c *Client) deliverReply(body []byte) {
+	msg, err := unwrapEnvelope(body)
+	if err != nil {
+		c.log.Warn("dropping undecodable reply", "error", err.Error())
+		return
+	}
+	var r replyMessage
+	b, _ := json.Marshal(msg)
+	if err := json.Unmarshal(b, &r); err != nil {
+		c.log.Warn("dropping undecodable reply", "error", err.Error())
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.UniqueID != "" {
+		for _, s := range c.seen {
+			if s == r.UniqueID {
+				return
+			}
+		}
+		c.seen = append(c.seen, r.UniqueID)
+		if len(c.seen) > 16 {
+			c.seen = c.seen[1:]
+		}
+	}
+	w, ok := c.waiters[r.MsgID]
+	if !ok {
+		c.log.Info("no calling thread waiting for reply", "msg_id", r.MsgID)
+		return
+	}
+	select {
+	case w <- r:
+	default:
+	}
+}
+
+// Close stops the reply consumer and closes the connections.
+func (c *Client) Close() error {
+	c.replyCancel()
+	c.replyOnce.Do(func() { close(c.replyDone); close(c.replyReady) })
+	<-c.replyDone
+	c.pub.close()
+	return nil
+}
