@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // Pool is a bounded pool of pre-generated RSA keys of one size.
@@ -61,10 +62,12 @@ func (p *Pool) Run(ctx context.Context) error {
 		k, err := p.generate(p.bits)
 		if err != nil {
 			p.log.Error("key pool: key generation failed", "error", err)
+			t := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return ctx.Err()
-			default:
+			case <-t.C:
 				continue
 			}
 		}
