@@ -38,7 +38,9 @@ func testKey(t testing.TB, i int) *rsa.PrivateKey {
 
 var fixedNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600))
 
-func testIssuer() Issuer { return Issuer{TermOfValidityDays: 30, Now: func() time.Time { return fixedNow }} }
+func testIssuer() Issuer {
+	return Issuer{TermOfValidityDays: 30, Now: func() time.Time { return fixedNow }}
+}
 
 func newCA(t *testing.T, name string) (*x509.Certificate, *rsa.PrivateKey) {
 	t.Helper()
