@@ -54,6 +54,7 @@ func pyCheck(t *testing.T, prims []any) []pyResult {
 }
 
 func TestPythonMadePrimitivesDecodeAndReencodeIdentically(t *testing.T) {
+	t.Parallel()
 	var prims []map[string]any
 	dec := json.NewDecoder(bytes.NewReader(runPy(t, "gen", nil)))
 	dec.UseNumber()
@@ -160,6 +161,7 @@ func fullObjects() []Object {
 var pythonVersions = map[string]string{NameCluster: "1.23", NameClusterTemplate: "1.20", NameNodeGroup: "1.1"}
 
 func TestPythonHydratesOurPrimitives(t *testing.T) {
+	t.Parallel()
 	objs := fullObjects()
 	var prims []any
 	for _, o := range objs {
@@ -196,6 +198,7 @@ func TestPythonHydratesOurPrimitives(t *testing.T) {
 }
 
 func TestPython1501RejectsNewerVersionsWeWrite(t *testing.T) {
+	t.Parallel()
 	objs := fullObjects()
 	var prims []any
 	for _, o := range objs[:3] {
@@ -220,7 +223,7 @@ func rawCases() []map[string]any {
 	}
 	return []map[string]any{
 		prim("Cluster", "1.23", map[string]any{"id": "3", "docker_volume_size": 10.7, "labels": map[string]any{"a": 1, "b": true, "c": 2.5, "d": 1e20, "e": 0.00001},
-			"floating_ip_enabled": nil, "master_lb_enabled": 1, "created_at": "2026-11-29T21:50:15.123456+00:00",
+			"floating_ip_enabled": nil, "master_lb_enabled": 1, "created_at": "2026-11-29T21:50:15.123456Z",
 			"updated_at": "2026-11-29T21:50:15", "create_timeout": " 42 ", "name": 12}),
 		prim("Cluster", "1.19", map[string]any{"id": 1, "status": "CREATE_COMPLETE", "unknown_field": "x"}),
 		prim("Cluster", "1.23", map[string]any{"status": "BOGUS"}),
@@ -242,6 +245,7 @@ func rawCases() []map[string]any {
 }
 
 func TestCoercionAgreesWithPython(t *testing.T) {
+	t.Parallel()
 	cases := rawCases()
 	var prims []any
 	for _, c := range cases {
