@@ -93,13 +93,11 @@ func (r *Runner) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	prev := closedChan()
 	for _, e := range r.jobs {
-		done := make(chan struct{})
 		if e.job.Spacing() <= 0 {
 			r.log.Info("periodic task disabled", "task", e.job.Name())
-			close(done)
-			prev = done
 			continue
 		}
+		done := make(chan struct{})
 		wg.Add(1)
 		go func(e entry, prev <-chan struct{}, done chan struct{}) {
 			defer wg.Done()
