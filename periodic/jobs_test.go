@@ -1,0 +1,386 @@
+package periodic_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/simulated"
+	"github.com/openstack/magnum-conductor/periodic"
+)
+
+type event struct{ uuid, action, outcome string }
+
+type recNotifier struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (n *recNotifier) ClusterEvent(_ context.Context, action, outcome string, c *objects.Cluster) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.events = append(n.events, event{objects.Deref(c.UUID), action, outcome})
+}
+
+func (n *recNotifier) all() []event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.events)
+}
+
+type recCerts struct {
+	mu      sync.Mutex
+	deleted map[string]int
+}
+
+func (r *recCerts) DeleteForCluster(_ context.Context, c *objects.Cluster) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deleted == nil {
+		r.deleted = map[string]int{}
+	}
+	r.deleted[objects.Deref(c.UUID)]++
+	return nil
+}
+
+func (r *recCerts) count(uuid string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deleted[uuid]
+}
+
+// env is one conductor's jobs over a store, with the simulated driver.
+type env struct {
+	t        *testing.T
+	clock    *periodic.ManualClock
+	store    *memStore
+	sim      *simulated.Driver
+	notifier *recNotifier
+	certs    *recCerts
+	sync     *periodic.SyncClusterStatus
+	health   *periodic.SyncClusterHealth
+}
+
+var t0 = time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+
+func newEnv(t *testing.T, extra ...drivers.Driver) *env {
+	e := &env{t: t, clock: periodic.NewManualClock(t0), store: newMemStore(), notifier: &recNotifier{}, certs: &recCerts{}}
+	e.sim = simulated.New(simulated.Options{Delay: 30 * time.Second, Now: e.clock.Now})
+	reg, err := drivers.NewRegistry(nil, append([]drivers.Driver{e.sim}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store.templates["ct"] = &objects.ClusterTemplate{UUID: objects.Str("ct"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"}
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, e.clock, testLog(t), nil)
+	deps := periodic.Deps{Store: e.store, Drivers: reg, Notifier: e.notifier, Certs: e.certs, Sharder: shard, Log: testLog(t)}
+	if e.sync, err = periodic.NewSyncClusterStatus(periodic.SyncOptions{}, deps); err != nil {
+		t.Fatal(err)
+	}
+	if e.health, err = periodic.NewSyncClusterHealth(periodic.HealthOptions{Interval: time.Minute, PollTimeout: time.Second},
+		periodic.HealthDeps{Deps: deps}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) addCluster(i int, status, op string, labels map[string]string, template string) string {
+	uuid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	c := &objects.Cluster{ID: int64(i), UUID: objects.Str(uuid), Name: objects.Str(fmt.Sprintf("c%d", i)),
+		ClusterTemplateID: objects.Str(template), Status: status, Labels: labels, FloatingIPEnabled: true}
+	if op != "" {
+		c.StackID = objects.Str(simulated.StackID(op, e.clock.Now()))
+	}
+	ngStatus := status
+	if status != objects.CreateInProgress {
+		ngStatus = objects.CreateComplete
+	}
+	e.store.addCluster(c,
+		&objects.NodeGroup{UUID: uuid + "-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true, Status: ngStatus},
+		&objects.NodeGroup{UUID: uuid + "-w", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 2, IsDefault: true, Status: ngStatus})
+	return uuid
+}
+
+func (e *env) runSync() {
+	e.t.Helper()
+	if err := e.sync.RunOnce(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) runHealth() {
+	e.t.Helper()
+	if err := e.health.RunOnce(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestSyncCompletesCreateAfterTheDriverDelay(t *testing.T) {
+	e := newEnv(t)
+	ok := e.addCluster(1, objects.CreateInProgress, simulated.OpCreate, nil, "ct")
+	bad := e.addCluster(2, objects.CreateInProgress, simulated.OpCreate, map[string]string{"sim_fail": "create"}, "ct")
+	e.clock.Advance(10 * time.Second)
+	e.runSync()
+	if c := e.store.cluster(ok); c.Status != objects.CreateInProgress || len(e.store.saved[ok]) != 0 {
+		t.Fatalf("cluster changed before the delay: %s, saves %v", c.Status, e.store.saved[ok])
+	}
+	if ev := e.notifier.all(); len(ev) != 0 {
+		t.Fatalf("notified early: %v", ev)
+	}
+	e.clock.Advance(20 * time.Second)
+	e.runSync()
+	c := e.store.cluster(ok)
+	if c.Status != objects.CreateComplete || objects.Deref(c.APIAddress) == "" || objects.Deref(c.CoeVersion) == "" {
+		t.Fatalf("cluster = %s api %q coe %q", c.Status, objects.Deref(c.APIAddress), objects.Deref(c.CoeVersion))
+	}
+	for _, ng := range e.store.nodeGroups(ok) {
+		if ng.Status != objects.CreateComplete || int64(len(ng.NodeAddresses)) != ng.NodeCount {
+			t.Fatalf("nodegroup %s = %s %v", ng.Name, ng.Status, ng.NodeAddresses)
+		}
+	}
+	if c := e.store.cluster(bad); c.Status != objects.CreateFailed || objects.Deref(c.StatusReason) == "" {
+		t.Fatalf("failed cluster = %s %q", c.Status, objects.Deref(c.StatusReason))
+	}
+	want := []event{{ok, "create", "success"}, {bad, "create", "failure"}}
+	got := e.notifier.all()
+	slices.SortFunc(got, func(a, b event) int { return cmpStr(a.uuid, b.uuid) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	e.runSync()
+	if n := len(e.notifier.all()); n != 2 {
+		t.Fatalf("%d events after a further cycle, want 2", n)
+	}
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestSyncFinishesDeletionOnce(t *testing.T) {
+	e := newEnv(t)
+	uuid := e.addCluster(1, objects.DeleteInProgress, simulated.OpDelete, nil, "ct")
+	leftover := e.addCluster(2, objects.DeleteComplete, "", nil, "ct")
+	e.clock.Advance(30 * time.Second)
+	e.runSync()
+	e.runSync()
+	for _, u := range []string{uuid, leftover} {
+		if e.store.cluster(u) != nil || len(e.store.nodeGroups(u)) != 0 {
+			t.Fatalf("cluster %s or its nodegroups still exist", u)
+		}
+		if e.store.destroyed[u] != 1 || e.certs.count(u) != 1 {
+			t.Fatalf("cluster %s destroyed %d times, certificates deleted %d times", u, e.store.destroyed[u], e.certs.count(u))
+		}
+	}
+	if got := e.notifier.all(); !slices.Equal(got, []event{{uuid, "delete", "success"}}) {
+		t.Fatalf("events = %v (the leftover row must not notify again)", got)
+	}
+}
+
+// oddDriver sets a status without a CADF action, panics, or lets another
+// actor change the cluster while it is polled.
+type oddDriver struct {
+	drivers.Driver
+	store *memStore
+}
+
+func (d *oddDriver) Name() string { return "odd" }
+func (d *oddDriver) Provides() []drivers.Key {
+	return []drivers.Key{{ServerType: "vm", OS: "odd", COE: "kubernetes"}}
+}
+func (d *oddDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, _ []*objects.NodeGroup) error {
+	switch c.Labels["odd"] {
+	case "resume":
+		c.Status = objects.ResumeFailed
+	case "panic":
+		panic("driver bug")
+	case "race":
+		// An RPC handler moves the cluster to DELETE_IN_PROGRESS meanwhile.
+		other := d.store.cluster(*c.UUID)
+		other.Status = objects.DeleteInProgress
+		if err := d.store.SaveCluster(context.Background(), other); err != nil {
+			return err
+		}
+		c.Status = objects.UpdateComplete
+	}
+	return nil
+}
+
+func TestSyncSkipsBadClustersAndGoesOn(t *testing.T) {
+	e := newEnv(t)
+	odd := &oddDriver{store: e.store}
+	e = newEnv(t, odd)
+	odd.store = e.store
+	e.store.templates["odd"] = &objects.ClusterTemplate{UUID: objects.Str("odd"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("odd"), Coe: "kubernetes"}
+	e.store.templates["gone-driver"] = &objects.ClusterTemplate{UUID: objects.Str("gone-driver"), Driver: objects.Str("removed")}
+	noTemplate := e.addCluster(1, objects.UpdateInProgress, simulated.OpUpdate, nil, "missing")
+	noDriver := e.addCluster(2, objects.UpdateInProgress, simulated.OpUpdate, nil, "gone-driver")
+	panics := e.addCluster(3, objects.UpdateInProgress, "", map[string]string{"odd": "panic"}, "odd")
+	resume := e.addCluster(4, objects.UpdateInProgress, "", map[string]string{"odd": "resume"}, "odd")
+	race := e.addCluster(5, objects.UpdateInProgress, "", map[string]string{"odd": "race"}, "odd")
+	good := e.addCluster(6, objects.UpdateInProgress, simulated.OpUpdate, nil, "ct")
+	e.clock.Advance(time.Minute)
+	e.runSync()
+	for _, u := range []string{noTemplate, noDriver, panics} {
+		if c := e.store.cluster(u); c.Status != objects.UpdateInProgress {
+			t.Fatalf("bad cluster %s changed to %s", u, c.Status)
+		}
+	}
+	if c := e.store.cluster(resume); c.Status != objects.ResumeFailed {
+		t.Fatalf("unmapped status not saved: %s", c.Status)
+	}
+	if c := e.store.cluster(race); c.Status != objects.DeleteInProgress {
+		t.Fatalf("stale poll overwrote a concurrent change: %s", c.Status)
+	}
+	if c := e.store.cluster(good); c.Status != objects.UpdateComplete {
+		t.Fatalf("good cluster = %s", c.Status)
+	}
+	if got := e.notifier.all(); !slices.Equal(got, []event{{good, "update", "success"}}) {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestStatusToEvent(t *testing.T) {
+	for status, want := range map[string][3]string{
+		objects.CreateComplete: {"create", "success", "true"}, objects.CreateFailed: {"create", "failure", "true"},
+		objects.UpdateComplete: {"update", "success", "true"}, objects.RollbackFailed: {"update", "failure", "true"},
+		objects.DeleteComplete: {"delete", "success", "true"}, objects.DeleteFailed: {"delete", "failure", "true"},
+		objects.RollbackComplete: {"update", "success", "true"}, objects.UpdateFailed: {"update", "failure", "true"},
+		objects.ResumeFailed: {"", "failure", "false"}, objects.SnapshotComplete: {"", "success", "false"},
+		objects.CreateInProgress: {"", "", "false"},
+	} {
+		a, o, ok := periodic.StatusToEvent(status)
+		if a != want[0] || o != want[1] || fmt.Sprint(ok) != want[2] {
+			t.Errorf("%s: got %q %q %v, want %v", status, a, o, ok, want)
+		}
+	}
+}
+
+// panicMonitorDriver is the simulated driver with a monitor that panics for
+// label boom=true.
+type panicMonitorDriver struct{ *simulated.Driver }
+
+func (d panicMonitorDriver) Name() string { return "boom" }
+func (d panicMonitorDriver) Provides() []drivers.Key {
+	return []drivers.Key{{ServerType: "vm", OS: "boom", COE: "kubernetes"}}
+}
+func (d panicMonitorDriver) Monitor(ctx context.Context, c *objects.Cluster) (drivers.Monitor, error) {
+	panic("monitor bug")
+}
+
+func TestHealthSavesOnlyHealthFields(t *testing.T) {
+	e := newEnv(t, panicMonitorDriver{simulated.New(simulated.Options{})})
+	e.store.templates["boom"] = &objects.ClusterTemplate{UUID: objects.Str("boom"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("boom"), Coe: "kubernetes"}
+	healthy := e.addCluster(1, objects.CreateComplete, "", nil, "ct")
+	sick := e.addCluster(2, objects.UpdateFailed, "", map[string]string{"sim_health": "unhealthy"}, "ct")
+	failing := e.addCluster(3, objects.CreateComplete, "", map[string]string{"sim_health": "error"}, "ct")
+	healer := e.addCluster(4, objects.CreateComplete, "", map[string]string{"sim_health": "unhealthy",
+		"auto_healing_enabled": "true", "auto_healing_controller": "magnum-auto-healer"}, "ct")
+	notPolled := e.addCluster(5, objects.RollbackComplete, "", nil, "ct")
+	boom := e.addCluster(6, objects.CreateComplete, "", nil, "boom")
+	e.runHealth()
+	check := func(uuid, status string, reason map[string]string) {
+		t.Helper()
+		c := e.store.cluster(uuid)
+		if c.HealthStatus != status || (reason != nil && !maps.Equal(c.HealthStatusReason, reason)) {
+			t.Fatalf("%s: health %q %v, want %q %v", uuid, c.HealthStatus, c.HealthStatusReason, status, reason)
+		}
+	}
+	check(healthy, objects.Healthy, map[string]string{"api": "ok", "c1-node-0.Ready": "True"})
+	check(sick, objects.Unhealthy, map[string]string{"api": "ok", "c2-node-0.Ready": "False"})
+	check(failing, objects.Unknown, map[string]string{"api": "simulated health poll failure"})
+	check(healer, "", nil)
+	check(notPolled, "", nil)
+	check(boom, objects.Unknown, map[string]string{"api": "monitor panic: monitor bug"})
+	for uuid, saves := range e.store.saved {
+		for _, fields := range saves {
+			if !slices.Equal(fields, []string{"health_status", "health_status_reason"}) {
+				t.Fatalf("cluster %s: save wrote %v", uuid, fields)
+			}
+		}
+	}
+	before := len(e.store.saved[healthy])
+	e.runHealth()
+	if after := len(e.store.saved[healthy]); after != before {
+		t.Fatalf("unchanged health saved again (%d → %d saves)", before, after)
+	}
+}
+
+func TestHealthKeepOnErrorKeepsThePreviousValue(t *testing.T) {
+	e := newEnv(t)
+	reg, _ := drivers.NewRegistry(nil, e.sim)
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, e.clock, testLog(t), nil)
+	job, err := periodic.NewSyncClusterHealth(periodic.HealthOptions{Interval: time.Minute, KeepOnError: true},
+		periodic.HealthDeps{Deps: periodic.Deps{Store: e.store, Drivers: reg, Sharder: shard, Log: testLog(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid := e.addCluster(1, objects.CreateComplete, "", map[string]string{"sim_health": "error"}, "ct")
+	if err := job.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.store.cluster(uuid); c.HealthStatus != "" || len(e.store.saved[uuid]) != 0 {
+		t.Fatalf("health changed to %q", c.HealthStatus)
+	}
+	if job.Spacing() != time.Minute {
+		t.Fatalf("spacing %v, want the configured interval", job.Spacing())
+	}
+}
+
+// k8sOnly hides the simulated driver's monitor so the Kubernetes monitor
+// of the periodic package is used.
+type k8sOnly struct{ drivers.Driver }
+
+func TestHealthUsesTheKubernetesMonitorForDriversWithoutOne(t *testing.T) {
+	pki := newTestPKI(t)
+	clock := periodic.NewManualClock(t0)
+	store := newMemStore()
+	sim := simulated.New(simulated.Options{Now: clock.Now})
+	reg, _ := drivers.NewRegistry(nil, k8sOnly{sim})
+	store.templates["ct"] = &objects.ClusterTemplate{UUID: objects.Str("ct"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"}
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, clock, testLog(t), nil)
+	mons := periodic.NewKubernetesMonitors(&credentials{pki: pki},
+		periodic.KubernetesMonitorOptions{ConnectTimeout: 200 * time.Millisecond, RequestTimeout: 500 * time.Millisecond})
+	job, err := periodic.NewSyncClusterHealth(periodic.HealthOptions{Interval: time.Minute},
+		periodic.HealthDeps{Deps: periodic.Deps{Store: store, Drivers: reg, Sharder: shard, Log: testLog(t)}, Monitors: mons})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := fakeAPIServer(t, pki, k8sHandler(200, "ok", 200, nodesJSON(map[string]string{"n0": "True"})))
+	hole := newBlackHole(t)
+	add := func(i int, api string) string {
+		c := k8sCluster(api, nil)
+		c.UUID = objects.Str(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+		c.ID = int64(i)
+		c.ClusterTemplateID = objects.Str("ct")
+		c.Status = objects.CreateComplete
+		c.HealthStatus = objects.Healthy
+		store.addCluster(c)
+		return *c.UUID
+	}
+	a, b := add(1, up.URL), add(2, hole.URL())
+	if err := job.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := store.cluster(a); c.HealthStatus != objects.Healthy || c.HealthStatusReason["n0.Ready"] != "True" {
+		t.Fatalf("healthy cluster: %s %v", c.HealthStatus, c.HealthStatusReason)
+	}
+	if c := store.cluster(b); c.HealthStatus != objects.Unknown || c.HealthStatusReason["api"] == "" {
+		t.Fatalf("black-holed cluster: %s %v", c.HealthStatus, c.HealthStatusReason)
+	}
+}
