@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+"""Drives a conductor exactly as magnum-api 15.0.1 does, and prints what it saw.
+
+It uses Magnum's own client code: the objects with MagnumObjectIndirectionAPI
+(what the `magnum-api` binary switches on), and magnum.conductor.api.API for
+the casts and calls. The Go tests run it once against the Python conductor and
+once against ours, on identical data, and compare the two outputs.
+
+Usage: magnum_api_client.py --config-file F SCENARIO SEED
+Prints one JSON object per step on stdout: {"step", "ok", "value" | "error"}.
+"""
+import json
+import sys
+import time
+import uuid
+
+import magnum.conf
+
+CONF = magnum.conf.CONF
+
+
+def _parse_config():
+    # magnum.conductor.api binds CONF.conductor.topic as a default argument
+    # at import time, so the configuration must be parsed before it is
+    # imported, exactly as magnum-api's prepare_service does.
+    args = sys.argv[1:]
+    conf_args = []
+    while args and args[0] == '--config-file':
+        conf_args += args[:2]
+        args = args[2:]
+    from magnum.common import config as magnum_config
+    # parse_args also sets control_exchange=magnum, as magnum-api does.
+    magnum_config.parse_args([sys.argv[0]] + conf_args)
+    return args
+
+
+SCENARIO_ARGS = _parse_config()
+
+from magnum.common import context as magnum_context  # noqa: E402
+from magnum.common import rpc  # noqa: E402
+from magnum.conductor import api as conductor_api  # noqa: E402
+from magnum import objects  # noqa: E402
+from magnum.objects import base  # noqa: E402
+
+VOLATILE = {'id', 'created_at', 'updated_at', 'ca_cert_ref', 'magnum_cert_ref',
+            'etcd_ca_cert_ref', 'front_proxy_ca_cert_ref', 'last_seen_up',
+            'report_count', 'host', 'stack_id', 'api_address', 'node_addresses',
+            'coe_version', 'status_reason'}
+
+
+def plain(value):
+    """Turns objects into comparable dicts without volatile fields."""
+    if isinstance(value, base.MagnumObject):
+        out = {'_class': value.obj_name()}
+        for name in sorted(value.fields):
+            if name in VOLATILE or name == 'cluster_template':
+                continue
+            if value.obj_attr_is_set(name):
+                out[name] = plain(getattr(value, name))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in sorted(value.items())}
+    return value
+
+
+def emit(step, fn):
+    try:
+        value = fn()
+        print(json.dumps({'step': step, 'ok': True, 'value': plain(value)},
+                         sort_keys=True, default=str), flush=True)
+        return value
+    except Exception as e:  # noqa: the class is what we compare
+        cls = type(e).__name__
+        msg = str(e).split('\n')[0]
+        print(json.dumps({'step': step, 'ok': False,
+                          'error': {'class': cls, 'message': msg}},
+                         sort_keys=True), flush=True)
+        return None
+
+
+def ids(seed, n):
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, '%s/%d' % (seed, n)))
+
+
+def scenario_objects(ctx, seed):
+    ct = objects.ClusterTemplate(ctx, uuid=ids(seed, 1), name='ct-' + seed,
+                                 project_id=ctx.project_id,
+                                 user_id=ctx.user_id, coe='kubernetes',
+                                 server_type='vm', cluster_distro='simulated',
+                                 image_id='img', flavor_id='m1.small',
+                                 master_flavor_id='m1.medium',
+                                 external_network_id='public',
+                                 docker_volume_size=5, labels={'a': 'b'},
+                                 network_driver='flannel', public=False,
+                                 tls_disabled=False, registry_enabled=False)
+    emit('clustertemplate.create', lambda: ct.create() or ct)
+    emit('clustertemplate.get_by_uuid',
+         lambda: objects.ClusterTemplate.get_by_uuid(ctx, ct.uuid))
+    emit('clustertemplate.get_by_name',
+         lambda: objects.ClusterTemplate.get_by_name(ctx, ct.name))
+    emit('clustertemplate.list',
+         lambda: [t for t in objects.ClusterTemplate.list(ctx)
+                  if t.uuid == ct.uuid])
+
+    def save_ct():
+        ct.name = 'ct-renamed-' + seed
+        ct.labels = {'a': 'c', 'n': '1'}
+        ct.save()
+        return ct
+    emit('clustertemplate.save', save_ct)
+    emit('clustertemplate.get_missing',
+         lambda: objects.ClusterTemplate.get_by_uuid(ctx, ids(seed, 99)))
+
+    cl = objects.Cluster(ctx, uuid=ids(seed, 2), name='cl-' + seed,
+                         project_id=ctx.project_id, user_id=ctx.user_id,
+                         cluster_template_id=ct.uuid, keypair='kp',
+                         docker_volume_size=5, labels={'x': 'y'},
+                         master_flavor_id='m1.medium', flavor_id='m1.small',
+                         create_timeout=60, status='CREATE_COMPLETE',
+                         floating_ip_enabled=True, master_lb_enabled=False)
+    emit('cluster.create', lambda: cl.create() or cl)
+    emit('cluster.get_by_uuid',
+         lambda: objects.Cluster.get_by_uuid(ctx, cl.uuid))
+    emit('cluster.get_by_name',
+         lambda: objects.Cluster.get_by_name(ctx, cl.name))
+    emit('cluster.list', lambda: [c for c in objects.Cluster.list(ctx)
+                                  if c.uuid == cl.uuid])
+    emit('cluster.get_count_all',
+         lambda: objects.Cluster.get_count_all(
+             ctx, filters={'cluster_template_id': ct.uuid}))
+
+    def save_cl():
+        cl.status = 'UPDATE_COMPLETE'
+        cl.health_status = 'HEALTHY'
+        cl.health_status_reason = {'api': 'ok'}
+        cl.save()
+        return cl
+    emit('cluster.save', save_cl)
+    emit('cluster.refresh', lambda: cl.refresh() or cl)
+    emit('cluster.get_missing',
+         lambda: objects.Cluster.get_by_uuid(ctx, ids(seed, 98)))
+
+    ng = objects.NodeGroup(ctx, uuid=ids(seed, 3), name='ng-' + seed,
+                           cluster_id=cl.uuid, project_id=ctx.project_id,
+                           docker_volume_size=5, labels={}, flavor_id='m1',
+                           image_id='img', node_count=2, role='worker',
+                           max_node_count=5, min_node_count=1,
+                           is_default=False)
+    emit('nodegroup.create', lambda: ng.create() or ng)
+    emit('nodegroup.get', lambda: objects.NodeGroup.get(ctx, cl.uuid, ng.name))
+    emit('nodegroup.list', lambda: objects.NodeGroup.list(ctx, cl.uuid))
+    emit('nodegroup.duplicate', lambda: objects.NodeGroup(
+        ctx, uuid=ids(seed, 4), name=ng.name, cluster_id=cl.uuid,
+        project_id=ctx.project_id, role='worker', node_count=1).create())
+
+    def save_ng():
+        ng.node_count = 3
+        ng.save()
+        return ng
+    emit('nodegroup.save', save_ng)
+    emit('nodegroup.destroy', lambda: ng.destroy())
+    emit('nodegroup.get_destroyed',
+         lambda: objects.NodeGroup.get_by_uuid(ctx, cl.uuid, ng.uuid))
+    emit('clustertemplate.destroy_referenced', lambda: ct.destroy())
+    emit('cluster.destroy', lambda: cl.destroy())
+    emit('clustertemplate.destroy', lambda: ct.destroy())
+    emit('magnumservice.list',
+         lambda: len(objects.MagnumService.list(ctx)) >= 1)
+
+
+def wait_status(ctx, cluster_uuid, want, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
+        except Exception as e:
+            if want == 'GONE' and type(e).__name__.startswith('ClusterNotFound'):
+                return 'GONE'
+            raise
+        if c.status == want:
+            return c.status
+        time.sleep(0.2)
+    raise RuntimeError('timed out waiting for %s' % want)
+
+
+def scenario_lifecycle(ctx, seed):
+    api = conductor_api.API(context=ctx)
+    emit('ping', lambda: conductor_api.ListenerAPI(
+        context=ctx, topic=CONF.conductor.topic).ping_conductor())
+    ct = objects.ClusterTemplate(ctx, uuid=ids(seed, 11), name='lt-' + seed,
+                                 project_id=ctx.project_id,
+                                 user_id=ctx.user_id, coe='kubernetes',
+                                 server_type='vm', cluster_distro='simulated',
+                                 image_id='img', flavor_id='m1.small',
+                                 master_flavor_id='m1.medium',
+                                 docker_volume_size=5, labels={},
+                                 public=False, tls_disabled=False,
+                                 registry_enabled=False)
+    ct.create()
+    cl = objects.Cluster(ctx, uuid=ids(seed, 12), name='lc-' + seed,
+                         project_id=ctx.project_id, user_id=ctx.user_id,
+                         cluster_template_id=ct.uuid, keypair='kp',
+                         docker_volume_size=5, labels={},
+                         master_flavor_id='m1.medium', flavor_id='m1.small',
+                         create_timeout=60, floating_ip_enabled=True,
+                         master_lb_enabled=False)
+    emit('cluster_create_async',
+         lambda: api.cluster_create_async(cl, 1, 2, 60))
+    emit('wait_create_complete',
+         lambda: wait_status(ctx, cl.uuid, 'CREATE_COMPLETE'))
+    emit('nodegroups_after_create', lambda: sorted(
+        (n.name, n.role, n.node_count, n.is_default)
+        for n in objects.NodeGroup.list(ctx, cl.uuid)))
+    cl = objects.Cluster.get_by_uuid(ctx, cl.uuid)
+    emit('get_ca_certificate', lambda: api.get_ca_certificate(
+        cl, None).pem.startswith('-----BEGIN CERTIFICATE-----'))
+    emit('cluster_update_async', lambda: api.cluster_update_async(
+        cl, 3, None, None))
+    emit('wait_update_complete',
+         lambda: wait_status(ctx, cl.uuid, 'UPDATE_COMPLETE'))
+    emit('worker_count_after_update', lambda: [
+        n.node_count for n in objects.NodeGroup.list(ctx, cl.uuid)
+        if n.role != 'master'])
+    emit('federation_create', lambda: api.federation_create(None, 1))
+    emit('cluster_delete_missing', lambda: api.cluster_delete(ids(seed, 97)))
+    emit('cluster_delete_async', lambda: api.cluster_delete_async(cl.uuid))
+    emit('wait_deleted', lambda: wait_status(ctx, cl.uuid, 'GONE'))
+    ct.destroy()
+
+
+def main():
+    scenario, seed = SCENARIO_ARGS
+    rpc.init(CONF)
+    base.MagnumObject.indirection_api = base.MagnumObjectIndirectionAPI()
+    ctx = magnum_context.RequestContext(
+        user_id='0f1e2d3c4b5a69788796a5b4c3d2e1f0',
+        project_id='a1b2c3d4e5f60718293a4b5c6d7e8f90',
+        is_admin=True, all_tenants=True, roles=['admin', 'member'],
+        auth_token='interop-token')
+    {'objects': scenario_objects, 'lifecycle': scenario_lifecycle}[scenario](
+        ctx, seed)
+
+
+if __name__ == '__main__':
+    main()
