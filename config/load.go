@@ -28,6 +28,19 @@ type Source struct {
 // with a syntax error, and a *ValueError per bad value. Use errors.As to
 // pick them out.
 func Load(files, dirs []string) (*Config, error) {
+	srcs, errs := readSources(files, dirs)
+	cfg, err := LoadSources(srcs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// readSources reads the files, then each directory's *.conf files.
+func readSources(files, dirs []string) ([]Source, []error) {
 	var errs []error
 	var srcs []Source
 	read := func(path string) {
@@ -60,14 +73,7 @@ func Load(files, dirs []string) (*Config, error) {
 			read(filepath.Join(d, n))
 		}
 	}
-	cfg, err := LoadSources(srcs)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return cfg, nil
+	return srcs, errs
 }
 
 // fixPath is oslo's _fixpath: expand ~ and make the path absolute.
@@ -163,8 +169,11 @@ func newResolver(srcs []Source) (*resolver, []*optDef, []error) {
 func assign(f reflect.Value, d *optDef, v any) {
 	switch v := v.(type) {
 	case nil:
-		if d.kind == kindList || d.kind == kindMulti {
+		switch d.kind {
+		case kindList, kindMulti:
 			f.Set(reflect.ValueOf([]string{}))
+		case kindDict:
+			f.Set(reflect.ValueOf(map[string]string{}))
 		}
 	case string:
 		f.SetString(v)
@@ -267,11 +276,8 @@ func (r *resolver) resolve(d *optDef) (any, error) {
 	hits := r.lookup(d.names(), d.kind == kindMulti)
 	if len(hits) == 0 {
 		if !d.hasDefault {
-			if d.kind == kindMulti || d.kind == kindList {
+			if d.kind == kindMulti {
 				return []string{}, nil
-			}
-			if d.kind == kindDict {
-				return dict{m: map[string]string{}}, nil
 			}
 			return nil, nil
 		}

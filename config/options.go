@@ -182,7 +182,7 @@ type KubernetesOpts struct {
 
 // DriversOpts is the [drivers] group.
 type DriversOpts struct {
-	DisabledDrivers    []string `ini:"disabled_drivers" help:"Disabled driver entry points. The default value is []. Means if not specified, then all available drivers are enabled."`
+	DisabledDrivers    []string `ini:"disabled_drivers" default:"" help:"Disabled driver entry points. The default value is []. Means if not specified, then all available drivers are enabled."`
 	EnabledBetaDrivers []string `ini:"enabled_beta_drivers" help:"List of beta drivers to enable. Beta drivers are not enabled unless listed here."`
 	DefaultDriver      string   `ini:"default_driver" help:"Name of the driver used when a cluster template names none and no driver matches (server_type, os, coe) uniquely."`
 	VerifyCA           bool     `ini:"verify_ca" default:"true" help:"Indicates whether the cluster nodes validate the Certificate Authority when making requests to the OpenStack APIs (Keystone, Magnum, Heat). If you have self-signed certificates for the OpenStack APIs or you have your own Certificate Authority and you have not installed the Certificate Authority to all nodes, you may need to disable CA validation by setting this flag to False."`
@@ -220,7 +220,7 @@ type TrustOpts struct {
 	TrusteeDomainAdminDomainID   string   `ini:"trustee_domain_admin_domain_id" help:"Id of the domain admin user's domain. trustee_domain_id is used by default"`
 	TrusteeDomainAdminDomainName string   `ini:"trustee_domain_admin_domain_name" help:"Name of the domain admin user's domain. trustee_domain_name is used by default"`
 	TrusteeDomainAdminPassword   string   `ini:"trustee_domain_admin_password" secret:"true" help:"Password of trustee_domain_admin"`
-	Roles                        []string `ini:"roles" help:"The roles which are delegated to the trustee by the trustor"`
+	Roles                        []string `ini:"roles" default:"" help:"The roles which are delegated to the trustee by the trustor"`
 	TrusteeKeystoneInterface     string   `ini:"trustee_keystone_interface" default:"public" help:"Auth interface used by instances/trustee"`
 	TrusteeKeystoneRegionName    string   `ini:"trustee_keystone_region_name" help:"Region in Identity service catalog to use for communication with the OpenStack service."`
 }

@@ -59,7 +59,19 @@ def register_real(conf):
     from oslo_messaging.notify import notifier
     from oslo_messaging import transport
     conf.register_opts(transport._transport_opts)
+    from oslo_messaging._drivers import amqp
+    from oslo_messaging import server
     conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+    conf.register_opts(amqp.amqp_opts, group="oslo_messaging_rabbit")
+    conf.register_opts(server._pool_opts)
+    # What ka_loading.load_auth_from_conf_options registers for the
+    # password plugin that [keystone_auth] auth_type selects.
+    from keystoneauth1 import loading as ka_loading
+    plugin = ka_loading.get_plugin_loader("password")
+    plugin_opts = [o._to_oslo_opt() for o in plugin.get_options()]
+    for o in plugin_opts:
+        o.required = False  # checked when the plugin loads, not at parse
+    conf.register_opts(plugin_opts, group="keystone_auth")
     conf.register_opts(notifier._notifier_opts,
                        group="oslo_messaging_notifications")
     # magnum.common.config.parse_args → rpc.set_defaults(control_exchange=...)
