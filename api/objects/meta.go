@@ -214,3 +214,44 @@ func SetFields(o Object) []string {
 func HasChanged(o Object, field string) bool {
 	return slices.Contains(Changes(o), field)
 }
+
+// RefreshFrom copies into dst every field that is set on dst and whose
+// value differs in src (same class), as the refresh remotables do; the
+// copied fields count as changed. Child object fields are left alone. It
+// returns the names of the copied fields.
+func RefreshFrom(dst, src Object) []string {
+	ci := classOf(dst)
+	if src == nil || src.ObjName() != ci.name {
+		return nil
+	}
+	var out []string
+	for i := range ci.fields {
+		f := &ci.fields[i]
+		if f.kind == kObject || !isSet(dst, f) {
+			continue
+		}
+		dv, sv := fieldValue(dst, f), fieldValue(src, f)
+		if reflect.DeepEqual(primitiveOf(f, dv), primitiveOf(f, sv)) {
+			continue
+		}
+		setFromValue(f, dv, sv)
+		out = append(out, f.name)
+	}
+	return out
+}
+
+// setFromValue deep-copies sv into dv (same field of the same class).
+func setFromValue(f *fieldInfo, dv, sv reflect.Value) {
+	switch {
+	case isZero(sv):
+		dv.Set(reflect.Zero(dv.Type()))
+	case f.ptr:
+		p := reflect.New(sv.Type().Elem())
+		p.Elem().Set(sv.Elem())
+		dv.Set(p)
+	case f.kind == kDictOfStrings || f.kind == kListOfStrings || f.kind == kListOfDicts:
+		dv.Set(reflect.ValueOf(primitiveOf(f, sv)))
+	default:
+		dv.Set(sv)
+	}
+}

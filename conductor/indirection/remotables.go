@@ -1,0 +1,525 @@
+package indirection
+
+import (
+	"context"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/db"
+)
+
+// listArgs are the pagination parameters every list remotable takes.
+var listParams = []param{opt("limit"), opt("marker"), opt("sort_key"), opt("sort_dir")}
+
+func listSig(fn string, extra ...param) signature {
+	return sig(fn, append(append([]param{}, listParams...), extra...)...)
+}
+
+func listOpts(b bound) (db.ListOpts, error) {
+	limit, err := b.optInt("limit")
+	if err != nil {
+		return db.ListOpts{}, err
+	}
+	return db.ListOpts{Limit: limit, Marker: b.str("marker"), SortKey: b.str("sort_key"), SortDir: b.str("sort_dir")}, nil
+}
+
+// asObjects returns a typed list as []objects.Object.
+func asObjects[T objects.Object](list []T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]objects.Object, len(list))
+	for i, o := range list {
+		out[i] = o
+	}
+	return out, nil
+}
+
+// one returns a typed object result, keeping a nil pointer a nil result.
+func one[T objects.Object](o T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func invalidIdentity(v any) *exception.Error {
+	return exception.New("InvalidIdentity", map[string]any{"identity": v})
+}
+
+// byID calls get with an int-like ident, or fails with notFound(ident) as
+// the database finds no row for a non-integer id.
+func byID[T objects.Object](v any, get func(int64) (T, error), notFound func(any) *exception.Error) (any, error) {
+	id, ok := isIntLike(v)
+	if !ok {
+		return nil, notFound(v)
+	}
+	return one(get(id))
+}
+
+func (h *Handler) classMethods() map[string]map[string]classMethod {
+	s := h.store
+	clusterNF := func(v any) *exception.Error { return exception.ClusterNotFound(v) }
+	ctNF := func(v any) *exception.Error { return exception.ClusterTemplateNotFound(v) }
+	ngNF := func(v any) *exception.Error { return exception.NodeGroupNotFound(v) }
+	kpNF := func(v any) *exception.Error {
+		return exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": v})
+	}
+	fedNF := func(v any) *exception.Error {
+		return exception.New("FederationNotFound", map[string]any{"federation": v})
+	}
+	quotaNF := func(v any) *exception.Error {
+		return exception.New("QuotaNotFound", map[string]any{"msg": "quota id " + pyStr(v) + " ."})
+	}
+
+	getCluster := func(ctx context.Context, v any) (any, error) {
+		switch {
+		case isIntLikeOK(v):
+			return byID(v, func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNF)
+		case isUUIDLike(v):
+			return one(s.GetClusterByUUID(ctx, pyStr(v)))
+		}
+		return nil, invalidIdentity(v)
+	}
+	getCT := func(ctx context.Context, v any) (any, error) {
+		switch {
+		case isIntLikeOK(v):
+			return byID(v, func(id int64) (*objects.ClusterTemplate, error) { return s.GetClusterTemplateByID(ctx, id) }, ctNF)
+		case isUUIDLike(v):
+			return one(s.GetClusterTemplateByUUID(ctx, pyStr(v)))
+		}
+		return one(s.GetClusterTemplateByName(ctx, pyStr(v)))
+	}
+	getNG := func(ctx context.Context, cluster string, v any) (*objects.NodeGroup, error) {
+		switch {
+		case isIntLikeOK(v):
+			id, _ := isIntLike(v)
+			return s.GetNodeGroupByID(ctx, cluster, id)
+		case isUUIDLike(v):
+			return s.GetNodeGroupByUUID(ctx, cluster, pyStr(v))
+		}
+		return s.GetNodeGroupByName(ctx, cluster, pyStr(v))
+	}
+
+	return map[string]map[string]classMethod{
+		objects.NameCluster: {
+			"get": {sig("get", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
+				return getCluster(ctx, b["cluster_id"])
+			}},
+			"get_by_id": {sig("get_by_id", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
+				return byID(b["cluster_id"], func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNF)
+			}},
+			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetClusterByUUID(ctx, b.str("uuid")))
+			}},
+			"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetClusterByName(ctx, b.str("name")))
+			}},
+			"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return s.CountClusters(ctx, clusterFilters(f))
+			}},
+			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListClusters(ctx, opts, clusterFilters(f)))
+			}},
+			// get_stats is broken in Magnum (it passes project_id as the
+			// context); here it returns (clusters, nodes) as
+			// dbapi.get_cluster_stats does.
+			"get_stats": {sig("get_stats", opt("project_id")), func(ctx context.Context, b bound) (any, error) {
+				clusters, nodes, err := s.ClusterStats(ctx, b.str("project_id"))
+				if err != nil {
+					return nil, err
+				}
+				return []any{clusters, nodes}, nil
+			}},
+		},
+		objects.NameClusterTemplate: {
+			"get": {sig("get", req("cluster_template_id")), func(ctx context.Context, b bound) (any, error) {
+				return getCT(ctx, b["cluster_template_id"])
+			}},
+			"get_by_id": {sig("get_by_id", req("cluster_template_id")), func(ctx context.Context, b bound) (any, error) {
+				return byID(b["cluster_template_id"], func(id int64) (*objects.ClusterTemplate, error) {
+					return s.GetClusterTemplateByID(ctx, id)
+				}, ctNF)
+			}},
+			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetClusterTemplateByUUID(ctx, b.str("uuid")))
+			}},
+			"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetClusterTemplateByName(ctx, b.str("name")))
+			}},
+			"list": {listSig("list"), func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListClusterTemplates(ctx, opts, db.ClusterTemplateFilters{}))
+			}},
+		},
+		objects.NameNodeGroup: {
+			"get": {sig("get", req("cluster_id"), req("nodegroup_id")), func(ctx context.Context, b bound) (any, error) {
+				return one(getNG(ctx, b.str("cluster_id"), b["nodegroup_id"]))
+			}},
+			"get_by_id": {sig("get_by_id", req("cluster"), req("id_")), func(ctx context.Context, b bound) (any, error) {
+				return byID(b["id_"], func(id int64) (*objects.NodeGroup, error) {
+					return s.GetNodeGroupByID(ctx, b.str("cluster"), id)
+				}, ngNF)
+			}},
+			"get_by_uuid": {sig("get_by_uuid", req("cluster"), req("uuid")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetNodeGroupByUUID(ctx, b.str("cluster"), b.str("uuid")))
+			}},
+			"get_by_name": {sig("get_by_name", req("cluster"), req("name")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetNodeGroupByName(ctx, b.str("cluster"), b.str("name")))
+			}},
+			"get_count_all": {sig("get_count_all", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
+				return s.CountNodeGroups(ctx, b.str("cluster_id"))
+			}},
+			"list": {sig("list", append([]param{req("cluster_id")}, append(listParams, opt("filters"))...)...),
+				func(ctx context.Context, b bound) (any, error) {
+					opts, err := listOpts(b)
+					if err != nil {
+						return nil, err
+					}
+					f, err := b.dict("filters")
+					if err != nil {
+						return nil, err
+					}
+					return asObjects(s.ListNodeGroups(ctx, b.str("cluster_id"), opts, nodeGroupFilters(f)))
+				}},
+			"update_nodegroup": {sig("update_nodegroup", req("cluster_id"), req("nodegroup_id"), req("values")),
+				func(ctx context.Context, b bound) (any, error) {
+					values, err := b.dict("values")
+					if err != nil {
+						return nil, err
+					}
+					cur, err := getNG(ctx, b.str("cluster_id"), b["nodegroup_id"])
+					if err != nil {
+						return nil, err
+					}
+					return one(s.UpdateNodeGroupValues(ctx, b.str("cluster_id"), cur.UUID, values))
+				}},
+		},
+		objects.NameX509KeyPair: {
+			"get": {sig("get", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
+				v := b["x509keypair_id"]
+				switch {
+				case isIntLikeOK(v):
+					return byID(v, func(id int64) (*objects.X509KeyPair, error) { return s.GetX509KeyPairByID(ctx, id) }, kpNF)
+				case isUUIDLike(v):
+					return one(s.GetX509KeyPairByUUID(ctx, pyStr(v)))
+				}
+				return nil, invalidIdentity(v)
+			}},
+			"get_by_id": {sig("get_by_id", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
+				return byID(b["x509keypair_id"], func(id int64) (*objects.X509KeyPair, error) {
+					return s.GetX509KeyPairByID(ctx, id)
+				}, kpNF)
+			}},
+			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetX509KeyPairByUUID(ctx, b.str("uuid")))
+			}},
+			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListX509KeyPairs(ctx, opts, x509Filters(f)))
+			}},
+		},
+		objects.NameMagnumService: {
+			"get_by_host_and_binary": {sig("get_by_host_and_binary", req("host"), req("binary")),
+				func(ctx context.Context, b bound) (any, error) {
+					return one(s.GetMagnumServiceByHostAndBinary(ctx, b.str("host"), b.str("binary")))
+				}},
+			"list": {listSig("list"), func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListMagnumServices(ctx, opts))
+			}},
+		},
+		objects.NameQuota: {
+			"get_quota_by_project_id_resource": {sig("get_quota_by_project_id_resource", req("project_id"), req("resource")),
+				func(ctx context.Context, b bound) (any, error) {
+					return one(s.GetQuotaByProjectResource(ctx, b.str("project_id"), b.str("resource")))
+				}},
+			"get_by_id": {sig("get_by_id", req("quota_id")), func(ctx context.Context, b bound) (any, error) {
+				return byID(b["quota_id"], func(id int64) (*objects.Quota, error) { return s.GetQuotaByID(ctx, id) }, quotaNF)
+			}},
+			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListQuotas(ctx, opts, quotaFilters(f)))
+			}},
+			// quota_get_all_by_project_id calls a dbapi method that does not
+			// exist in Magnum; here it lists the project's quotas.
+			"quota_get_all_by_project_id": {sig("quota_get_all_by_project_id", req("project_id")),
+				func(ctx context.Context, b bound) (any, error) {
+					return asObjects(s.ListQuotasByProject(ctx, b.str("project_id")))
+				}},
+			"update_quota": {sig("update_quota", req("project_id"), req("quota")), func(ctx context.Context, b bound) (any, error) {
+				values, err := b.dict("quota")
+				if err != nil {
+					return nil, err
+				}
+				return one(s.UpdateQuota(ctx, b.str("project_id"), values))
+			}},
+		},
+		objects.NameStats: {
+			"get_cluster_stats": {sig("get_cluster_stats", opt("project_id")), func(ctx context.Context, b bound) (any, error) {
+				clusters, nodes, err := s.ClusterStats(ctx, b.str("project_id"))
+				if err != nil {
+					return nil, err
+				}
+				st := &objects.Stats{Clusters: clusters, Nodes: objects.Int(nodes)}
+				objects.MarkChanged(st, "clusters", "nodes")
+				return st, nil
+			}},
+		},
+		objects.NameFederation: {
+			"get": {sig("get", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
+				v := b["federation_id"]
+				switch {
+				case isIntLikeOK(v):
+					return byID(v, func(id int64) (*objects.Federation, error) { return s.GetFederationByID(ctx, id) }, fedNF)
+				case isUUIDLike(v):
+					return one(s.GetFederationByUUID(ctx, pyStr(v)))
+				}
+				return nil, invalidIdentity(v)
+			}},
+			"get_by_id": {sig("get_by_id", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
+				return byID(b["federation_id"], func(id int64) (*objects.Federation, error) {
+					return s.GetFederationByID(ctx, id)
+				}, fedNF)
+			}},
+			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetFederationByUUID(ctx, b.str("uuid")))
+			}},
+			"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetFederationByName(ctx, b.str("name")))
+			}},
+			"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return s.CountFederations(ctx, federationFilters(f))
+			}},
+			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListFederations(ctx, opts, federationFilters(f)))
+			}},
+		},
+	}
+}
+
+func isIntLikeOK(v any) bool {
+	_, ok := isIntLike(v)
+	return ok
+}
+
+// afterSave undoes what a store's save does beyond Magnum's: Python's save
+// leaves updated_at as it was on the object and sets no field that was not
+// set, so the reply's updates stay empty.
+func afterSave(o, before objects.Object) {
+	if copied := objects.RefreshFrom(o, before); len(copied) > 0 {
+		objects.ResetChanges(o, copied...)
+	}
+	unsetAgain(o, before)
+}
+
+// unsetAgain makes the fields that were unset on before unset on o again
+// when they hold nothing (a full ResetChanges marks every field set).
+func unsetAgain(o, before objects.Object) {
+	for _, f := range objects.Fields(o.ObjName()) {
+		if !objects.IsSet(before, f) {
+			if p, _, _ := objects.FieldPrimitive(o, f, nil); isEmpty(p) {
+				objects.Unset(o, f)
+			}
+		}
+	}
+}
+
+func isEmpty(p any) bool {
+	switch x := p.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case int64:
+		return x == 0
+	case bool:
+		return !x
+	}
+	return false
+}
+
+// resetOwnChanges is obj_reset_changes() without marking fields set.
+func resetOwnChanges(o objects.Object) {
+	if ch := objects.Changes(o); len(ch) > 0 {
+		objects.ResetChanges(o, ch...)
+	}
+}
+
+func (h *Handler) instanceMethods() map[string]map[string]instanceMethod {
+	s := h.store
+	// save wraps a store save with Python's observable effects.
+	save := func(fn func(ctx context.Context, o objects.Object) error) instanceMethod {
+		return func(ctx context.Context, o objects.Object) error {
+			before := objects.Clone(o)
+			if err := fn(ctx, o); err != nil {
+				return err
+			}
+			afterSave(o, before)
+			return nil
+		}
+	}
+	destroy := func(fn func(ctx context.Context, o objects.Object) error) instanceMethod {
+		return func(ctx context.Context, o objects.Object) error {
+			if err := fn(ctx, o); err != nil {
+				return err
+			}
+			resetOwnChanges(o)
+			return nil
+		}
+	}
+	refresh := func(get func(ctx context.Context, o objects.Object) (objects.Object, error)) instanceMethod {
+		return func(ctx context.Context, o objects.Object) error {
+			cur, err := get(ctx, o)
+			if err != nil {
+				return err
+			}
+			objects.RefreshFrom(o, cur)
+			return nil
+		}
+	}
+	uuidOf := func(p *string) string { return objects.Deref(p) }
+
+	return map[string]map[string]instanceMethod{
+		objects.NameCluster: {
+			"create": func(ctx context.Context, o objects.Object) error { return s.CreateCluster(ctx, o.(*objects.Cluster)) },
+			"save": save(func(ctx context.Context, o objects.Object) error {
+				return s.SaveCluster(ctx, o.(*objects.Cluster))
+			}),
+			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
+				return s.DestroyCluster(ctx, uuidOf(o.(*objects.Cluster).UUID))
+			}),
+			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
+				return s.GetClusterByUUID(ctx, uuidOf(o.(*objects.Cluster).UUID))
+			}),
+		},
+		objects.NameClusterTemplate: {
+			"create": func(ctx context.Context, o objects.Object) error {
+				return s.CreateClusterTemplate(ctx, o.(*objects.ClusterTemplate))
+			},
+			"save": save(func(ctx context.Context, o objects.Object) error {
+				return s.SaveClusterTemplate(ctx, o.(*objects.ClusterTemplate))
+			}),
+			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
+				return s.DestroyClusterTemplate(ctx, uuidOf(o.(*objects.ClusterTemplate).UUID))
+			}),
+			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
+				return s.GetClusterTemplateByUUID(ctx, uuidOf(o.(*objects.ClusterTemplate).UUID))
+			}),
+		},
+		objects.NameNodeGroup: {
+			"create": func(ctx context.Context, o objects.Object) error {
+				return s.CreateNodeGroup(ctx, o.(*objects.NodeGroup))
+			},
+			"save": save(func(ctx context.Context, o objects.Object) error {
+				return s.SaveNodeGroup(ctx, o.(*objects.NodeGroup))
+			}),
+			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
+				ng := o.(*objects.NodeGroup)
+				return s.DestroyNodeGroup(ctx, ng.ClusterID, ng.UUID)
+			}),
+			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
+				ng := o.(*objects.NodeGroup)
+				return s.GetNodeGroupByUUID(ctx, ng.ClusterID, ng.UUID)
+			}),
+		},
+		objects.NameX509KeyPair: {
+			"create": func(ctx context.Context, o objects.Object) error {
+				return s.CreateX509KeyPair(ctx, o.(*objects.X509KeyPair))
+			},
+			"save": save(func(ctx context.Context, o objects.Object) error {
+				return s.SaveX509KeyPair(ctx, o.(*objects.X509KeyPair))
+			}),
+			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
+				return s.DestroyX509KeyPair(ctx, uuidOf(o.(*objects.X509KeyPair).UUID))
+			}),
+			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
+				return s.GetX509KeyPairByUUID(ctx, uuidOf(o.(*objects.X509KeyPair).UUID))
+			}),
+		},
+		objects.NameMagnumService: {
+			"create": func(ctx context.Context, o objects.Object) error {
+				return s.CreateMagnumService(ctx, o.(*objects.MagnumService))
+			},
+			"save": save(func(ctx context.Context, o objects.Object) error {
+				return s.SaveMagnumService(ctx, o.(*objects.MagnumService))
+			}),
+			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
+				return s.DestroyMagnumService(ctx, o.(*objects.MagnumService).ID)
+			}),
+			// report_state_up is report_count += 1, then save.
+			"report_state_up": func(ctx context.Context, o objects.Object) error {
+				ms := o.(*objects.MagnumService)
+				ms.ReportCount++
+				return save(func(ctx context.Context, o objects.Object) error {
+					return s.SaveMagnumService(ctx, ms)
+				})(ctx, o)
+			},
+		},
+		objects.NameQuota: {
+			"create": func(ctx context.Context, o objects.Object) error { return s.CreateQuota(ctx, o.(*objects.Quota)) },
+			"delete": destroy(func(ctx context.Context, o objects.Object) error {
+				q := o.(*objects.Quota)
+				return s.DeleteQuota(ctx, q.ProjectID, q.Resource)
+			}),
+		},
+		objects.NameFederation: {
+			"create": func(ctx context.Context, o objects.Object) error {
+				return s.CreateFederation(ctx, o.(*objects.Federation))
+			},
+			"save": save(func(ctx context.Context, o objects.Object) error {
+				return s.SaveFederation(ctx, o.(*objects.Federation))
+			}),
+			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
+				return s.DestroyFederation(ctx, uuidOf(o.(*objects.Federation).UUID))
+			}),
+			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
+				return s.GetFederationByUUID(ctx, uuidOf(o.(*objects.Federation).UUID))
+			}),
+		},
+	}
+}
