@@ -120,6 +120,7 @@ func LoadSources(srcs []Source) (*Config, error) {
 		}
 		assign(cv.Field(d.groupIdx).Field(d.fieldIdx), d, v)
 	}
+	errs = append(errs, crossChecks(cfg)...)
 	if cfg.Default.Host == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -162,6 +163,17 @@ func newResolver(srcs []Source) (*resolver, []*optDef, []error) {
 		r.files = append(r.files, f)
 	}
 	return r, defs, errs
+}
+
+// crossChecks are the constraints between options that the Python services
+// enforce later (at queue declaration, at start-up); here they fail Load.
+func crossChecks(c *Config) []error {
+	var errs []error
+	if c.Rabbit.RabbitQuorumQueue && c.Rabbit.RabbitHAQueues {
+		errs = append(errs, errors.New("config: [oslo_messaging_rabbit] rabbit_quorum_queue and rabbit_ha_queues cannot both be true: "+
+			"a queue is either quorum or HA (mirrored)"))
+	}
+	return errs
 }
 
 // assign stores an oslo value in the struct field. nil (None) leaves the

@@ -332,6 +332,7 @@ func TestLoadErrors(t *testing.T) {
 		{"interpolation loop", "[DEFAULT]\ntempdir = $state_path\nstate_path = $tempdir\n", []string{"[DEFAULT] tempdir", "[DEFAULT] state_path", "loop"}},
 		{"interpolating an invalid option", "[conductor]\nworkers = x\n[audit]\nnamespace = $conductor.workers\n", []string{"[audit] namespace", "[conductor] workers is invalid", `[conductor] workers = "x"`}},
 		{"secret transport_url is not shown", "[DEFAULT]\ntransport_url = rabbit://u:" + secretPW + "@h:notaport/\n", []string{"[DEFAULT] transport_url", `"****"`}},
+		{"quorum and HA queues together", "[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\nrabbit_ha_queues = true\n", []string{"rabbit_quorum_queue and rabbit_ha_queues cannot both be true"}},
 		{"parse: no = or :", "[DEFAULT]\njust words\n", []string{"file1.conf: line 2", "No ':' or '=' found in assignment"}},
 		{"parse: empty key", "[DEFAULT]\n= v\n", []string{"Key cannot be empty"}},
 		{"parse: continuation without key", "[DEFAULT]\n  indented\n", []string{"line 2", "Unexpected continuation line"}},

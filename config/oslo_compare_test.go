@@ -199,6 +199,9 @@ func TestMatchesOsloConfig(t *testing.T) {
 		"capi_driver.flavor_label_defaults":   map[string]any{"boot_volume_size": "20", "boot_volume_type": "ssd", "a,b": "c"},
 		"database.connection":                 "sqlite:///second.sqlite",
 		"cluster_heat.create_timeout":         float64(30),
+		"keystone_auth.username":              "magnum-svc",
+		"keystone_auth.project_name":          "service",
+		"keystone_auth.password":              "p@ss word",
 	} {
 		if got := jsonValue(t, values[key]); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %#v, want %#v", key, got, want)
