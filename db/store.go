@@ -43,6 +43,9 @@ type Options struct {
 	RetryInterval time.Duration
 	// MySQLEngine is mysql_engine (default InnoDB), used by migrations.
 	MySQLEngine string
+	// MySQLSQLMode is mysql_sql_mode: the session sql_mode. Nil means
+	// oslo.db's default TRADITIONAL; "" keeps the server's mode.
+	MySQLSQLMode *string
 	// SkipSchemaCheck opens a database that is not at Head (for
 	// magnum-db-manage). The conductor leaves it false.
 	SkipSchemaCheck bool
@@ -79,6 +82,15 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u.Dialect == "mysql" {
+		mode := "TRADITIONAL"
+		if opts.MySQLSQLMode != nil {
+			mode = *opts.MySQLSQLMode
+		}
+		if u.DSN, err = withSQLMode(u.DSN, mode); err != nil {
+			return nil, err
+		}
+	}
 	opts = withDefaults(opts)
 	var dialector gorm.Dialector
 	if u.Dialect == "mysql" {
@@ -106,8 +118,14 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetMaxIdleConns(1)
 	} else {
-		sqlDB.SetMaxIdleConns(opts.MaxPoolSize)
-		sqlDB.SetMaxOpenConns(opts.MaxPoolSize + opts.MaxOverflow)
+		if opts.MaxPoolSize > 0 {
+			sqlDB.SetMaxIdleConns(opts.MaxPoolSize)
+			sqlDB.SetMaxOpenConns(opts.MaxPoolSize + opts.MaxOverflow)
+		} else {
+			// max_pool_size = 0: no limit.
+			sqlDB.SetMaxIdleConns(5)
+			sqlDB.SetMaxOpenConns(0)
+		}
 		sqlDB.SetConnMaxLifetime(opts.ConnectionRecycleTime)
 	}
 	s := &Store{gdb: gdb, sqlDB: sqlDB, dialect: u.Dialect, maxRetries: opts.MaxRetries, log: log,
@@ -141,9 +159,6 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 }
 
 func withDefaults(o Options) Options {
-	if o.MaxPoolSize <= 0 {
-		o.MaxPoolSize = 5
-	}
 	if o.MaxOverflow < 0 {
 		o.MaxOverflow = 0
 	}

@@ -122,3 +122,20 @@ func sqlitePragmas(sep string) string {
 	return sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=foreign_keys(0)&_txlock=immediate&_time_format=sqlite"
 }
+
+// withSQLMode sets the session sql_mode of a MySQL DSN, as oslo.db does on
+// every new connection ("" leaves the server's mode).
+func withSQLMode(dsn, mode string) (string, error) {
+	if mode == "" {
+		return dsn, nil
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("db: mysql DSN: %w", err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["sql_mode"] = "'" + strings.ReplaceAll(mode, "'", "") + "'"
+	return cfg.FormatDSN(), nil
+}
