@@ -335,11 +335,15 @@ func (r *resolver) convertText(d *optDef, text string, h hit) (any, error) {
 	}
 	s, err := r.substitute(d.group, text, 0)
 	if err != nil {
+		if d.secret {
+			// The message would name the part of the secret after "$".
+			return nil, verr(`a "$" starts an interpolation that fails (write $$ for a literal $)`)
+		}
 		return nil, verr(err.Error())
 	}
 	v, err := d.convert(s)
 	if err != nil {
-		if d.secret {
+		if d.secret && d.syntax != "url" {
 			return nil, verr("invalid value")
 		}
 		return nil, verr(err.Error())

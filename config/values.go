@@ -215,7 +215,8 @@ var schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*://`)
 
 // checkURL accepts the URLs oslo.messaging's TransportURL and SQLAlchemy's
 // make_url accept: scheme://[user[:pass]@]host[:port][,...]/path?query,
-// with several comma-separated hosts. Ports must be numbers.
+// with several comma-separated hosts. Ports must be numbers. The errors
+// never quote the URL, which may hold a password.
 func checkURL(s string) error {
 	m := schemeRe.FindString(s)
 	if m == "" {
@@ -234,12 +235,12 @@ func checkURL(s string) error {
 		case strings.HasPrefix(host, "["):
 			end := strings.IndexByte(host, ']')
 			if end < 0 {
-				return fmt.Errorf("not a URL: unclosed [ in host %q", host)
+				return errors.New("not a URL: unclosed [ in a host")
 			}
 			after := host[end+1:]
 			if after != "" {
 				if after[0] != ':' {
-					return fmt.Errorf("not a URL: bad host %q", host)
+					return errors.New("not a URL: junk after ] in a host")
 				}
 				port = after[1:]
 			}
@@ -249,7 +250,7 @@ func checkURL(s string) error {
 		if port != "" {
 			n, err := strconv.Atoi(port)
 			if err != nil || n < 0 || n > 65535 {
-				return fmt.Errorf("not a URL: bad port %q", port)
+				return errors.New("not a URL: a port is not a number from 0 to 65535")
 			}
 		}
 	}
