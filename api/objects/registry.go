@@ -329,3 +329,24 @@ func Fields(name string) []string {
 	}
 	return out
 }
+
+// FieldsAt returns the wire names of the fields that version ver of the
+// named class carries (declaration order); an unparsable or empty version
+// means the newest.
+func FieldsAt(name, ver string) []string {
+	ci, ok := classes[name]
+	if !ok {
+		return nil
+	}
+	v, ok := parseVersion(ver)
+	if !ok {
+		v = ci.newest
+	}
+	var out []string
+	for i := range ci.fields {
+		if ci.fields[i].knows(v) {
+			out = append(out, ci.fields[i].name)
+		}
+	}
+	return out
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -237,7 +238,9 @@ func (h *Handler) ObjectAction(ctx context.Context, objinst json.RawMessage, obj
 // Cluster.trustee_password is only ever sent as null.
 func diff(before, after objects.Object) (map[string]any, error) {
 	updates := map[string]any{}
-	for _, f := range objects.Fields(after.ObjName()) {
+	// Fields the caller's version does not know stay out: a 1.1 NodeGroup
+	// has no node_labels to update.
+	for _, f := range objects.FieldsAt(after.ObjName(), receivedVersion(after)) {
 		p, set, err := objects.FieldPrimitive(after, f, nil)
 		if err != nil {
 			return nil, err
@@ -257,12 +260,23 @@ func diff(before, after objects.Object) (map[string]any, error) {
 		}
 		updates[f] = p
 	}
-	changed := objects.Changes(after)
-	if changed == nil {
-		changed = []string{}
+	known := objects.FieldsAt(after.ObjName(), receivedVersion(after))
+	changed := []string{}
+	for _, c := range objects.Changes(after) {
+		if slices.Contains(known, c) {
+			changed = append(changed, c)
+		}
 	}
 	updates["obj_what_changed"] = changed
 	return updates, nil
+}
+
+// receivedVersion is the version the peer sent o at.
+func receivedVersion(o objects.Object) string {
+	if r, ok := o.(interface{ ReceivedVersion() string }); ok {
+		return r.ReceivedVersion()
+	}
+	return ""
 }
 
 // ObjectBackport is object_backport (15.0.1, 2026.1): objinst's primitive
