@@ -1,0 +1,199 @@
+package periodic_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/simulated"
+	"github.com/openstack/magnum-conductor/periodic"
+)
+
+// seedMany inserts n clusters (two nodegroups each) with 32 writers.
+func seedMany(b *testing.B, s *db.Store, ct string, n int, status string, mk func(i int, c *objects.Cluster)) {
+	b.Helper()
+	ctx := context.Background()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				uuid := fmt.Sprintf("c0000000-0000-4000-8000-%012d", i)
+				c := &objects.Cluster{UUID: objects.Str(uuid), Name: objects.Str(fmt.Sprintf("c%d", i)),
+					ProjectID: objects.Str("p"), UserID: objects.Str("u"), ClusterTemplateID: objects.Str(ct),
+					Status: status, Labels: map[string]string{}, FloatingIPEnabled: true,
+					StackID: objects.Str(simulated.StackID("update", t0))}
+				mk(i, c)
+				err := s.CreateCluster(ctx, c)
+				for _, ng := range []*objects.NodeGroup{
+					{UUID: "a" + uuid[1:], Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true},
+					{UUID: "b" + uuid[1:], Name: "default-worker", Role: objects.RoleWorker, NodeCount: 3, IsDefault: true},
+				} {
+					if err != nil {
+						break
+					}
+					ng.ClusterID, ng.ProjectID, ng.Status, ng.Labels, ng.StackID = uuid, "p", status, map[string]string{}, c.StackID
+					err = s.CreateNodeGroup(ctx, ng)
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+}
+
+// BenchmarkSyncCycle10kInProgress runs one sync_cluster_status cycle over
+// 10,000 UPDATE_IN_PROGRESS clusters on MariaDB that the simulated driver
+// all completes: 10,000 conditional cluster saves, 20,000 nodegroup saves
+// and 10,000 notifications per cycle.
+func BenchmarkSyncCycle10kInProgress(b *testing.B) {
+	const n = 10000
+	s, _ := openDB(b)
+	ct := seedTemplate(b, s)
+	seedMany(b, s, ct, n, objects.UpdateInProgress, func(int, *objects.Cluster) {})
+	clock := periodic.NewManualClock(t0.Add(time.Hour))
+	sim := simulated.New(simulated.Options{Delay: time.Minute, Now: clock.Now})
+	reg, _ := drivers.NewRegistry(nil, sim)
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, clock, testLog(b), nil)
+	notifier := &recNotifier{}
+	job, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{}, periodic.Deps{Store: s, Drivers: reg,
+		Notifier: notifier, Sharder: shard, Log: testLog(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := s.SQLDB().ExecContext(ctx, "UPDATE cluster SET status = 'UPDATE_IN_PROGRESS'"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.SQLDB().ExecContext(ctx, "UPDATE nodegroup SET status = 'UPDATE_IN_PROGRESS'"); err != nil {
+			b.Fatal(err)
+		}
+		notifier.mu.Lock()
+		notifier.events = nil
+		notifier.mu.Unlock()
+		b.StartTimer()
+		if err := job.RunOnce(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if got := len(notifier.all()); got != n {
+			b.Fatalf("%d notifications, want %d", got, n)
+		}
+		if left, _ := s.CountClusters(ctx, db.ClusterFilters{Status: []string{objects.UpdateInProgress}}); left != 0 {
+			b.Fatalf("%d clusters still in progress", left)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n), "clusters/op")
+}
+
+// BenchmarkSyncCycle10kNothingDone is the steady state: 10,000 clusters in
+// progress that the driver reports unchanged (no writes).
+func BenchmarkSyncCycle10kNothingDone(b *testing.B) {
+	const n = 10000
+	s, _ := openDB(b)
+	ct := seedTemplate(b, s)
+	seedMany(b, s, ct, n, objects.UpdateInProgress, func(int, *objects.Cluster) {})
+	clock := periodic.NewManualClock(t0)
+	sim := simulated.New(simulated.Options{Delay: time.Hour, Now: clock.Now})
+	reg, _ := drivers.NewRegistry(nil, sim)
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, clock, testLog(b), nil)
+	job, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{}, periodic.Deps{Store: s, Drivers: reg,
+		Notifier: &recNotifier{}, Sharder: shard, Log: testLog(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := job.RunOnce(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n), "clusters/op")
+}
+
+// BenchmarkHealthCycle10kWith5PercentBlackHoles runs one health cycle over
+// 10,000 clusters polled with the Kubernetes monitor and default timeouts
+// and workers: 95 % answer from local TLS API servers (mutual TLS), 5 %
+// point at a listener that accepts and never answers.
+func BenchmarkHealthCycle10kWith5PercentBlackHoles(b *testing.B) {
+	const n = 10000
+	pki := newTestPKI(b)
+	var servers []string
+	for range 4 {
+		servers = append(servers, fakeAPIServer(b, pki,
+			k8sHandler(200, "ok", 200, nodesJSON(map[string]string{"n0": "True", "n1": "True", "n2": "True"}))).URL)
+	}
+	hole := newBlackHole(b).URL()
+	s, _ := openDB(b)
+	ct := seedTemplate(b, s)
+	seedMany(b, s, ct, n, objects.CreateComplete, func(i int, c *objects.Cluster) {
+		api := servers[i%len(servers)]
+		if i%20 == 0 {
+			api = hole
+		}
+		c.APIAddress = objects.Str(api)
+	})
+	clock := periodic.NewManualClock(t0)
+	reg, _ := drivers.NewRegistry(nil, k8sOnly{simulated.New(simulated.Options{Now: clock.Now})})
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, clock, testLog(b), nil)
+	mons := periodic.NewKubernetesMonitors(&credentials{pki: pki}, periodic.KubernetesMonitorOptions{})
+	job, err := periodic.NewSyncClusterHealth(periodic.HealthOptions{Interval: time.Minute},
+		periodic.HealthDeps{Deps: periodic.Deps{Store: s, Drivers: reg, Sharder: shard, Log: testLog(b)}, Monitors: mons})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := s.SQLDB().ExecContext(ctx, "UPDATE cluster SET health_status = NULL, health_status_reason = NULL"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := job.RunOnce(ctx); err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if elapsed > time.Minute {
+			b.Fatalf("health cycle took %v, limit 60s", elapsed)
+		}
+		healthy, _ := s.CountClusters(ctx, db.ClusterFilters{})
+		var h, u int
+		row := s.SQLDB().QueryRowContext(ctx,
+			"SELECT SUM(health_status = 'HEALTHY'), SUM(health_status = 'UNKNOWN') FROM cluster")
+		if err := row.Scan(&h, &u); err != nil {
+			b.Fatal(err)
+		}
+		if h != n-n/20 || u != n/20 || healthy != n {
+			b.Fatalf("HEALTHY %d UNKNOWN %d, want %d and %d", h, u, n-n/20, n/20)
+		}
+		b.ReportMetric(elapsed.Seconds(), "s/cycle")
+		b.StartTimer()
+	}
+}
