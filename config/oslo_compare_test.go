@@ -257,3 +257,31 @@ func TestDefinitionsMatchMagnum(t *testing.T) {
 	}
 	t.Logf("compared %d options; not in Magnum's conductor registration: %v", compared, res.Missing)
 }
+
+// TestInvalidValuesMatchOsloConfig checks that oslo.config and this package
+// reject the same options in a file of bad values.
+func TestInvalidValuesMatchOsloConfig(t *testing.T) {
+	requirePython(t)
+	files := []string{filepath.Join("testdata", "compare", "bad.conf")}
+	values, failures, defs := goValues(t, files, nil)
+	res := runOslo(t, "spec", defs, []string{"--config-file", files[0]})
+	var goFailed, pyFailed []string
+	for k := range failures {
+		goFailed = append(goFailed, k)
+	}
+	for k := range res.Errors {
+		pyFailed = append(pyFailed, k)
+	}
+	sort.Strings(goFailed)
+	sort.Strings(pyFailed)
+	want := []string{
+		"DEFAULT.executor_thread_pool_size", "DEFAULT.host", "DEFAULT.periodic_enable",
+		"capi_driver.flavor_label_defaults", "conductor.topic", "database.connection_debug",
+		"kubernetes.health_poll_workers", "oslo_messaging_rabbit.rabbit_login_method", "oslo_messaging_rabbit.ssl",
+		"periodic.coordination", "simulated_driver.operation_delay", "x509.allow_ca",
+	}
+	eq(t, goFailed, want)
+	eq(t, pyFailed, want)
+	// ${conductor.workers} interpolates None as "" in oslo, and so here.
+	eq(t, values["audit.namespace"], any(""))
+}

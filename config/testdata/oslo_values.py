@@ -117,12 +117,15 @@ def main():
         return
     for d in spec:
         key = "%s.%s" % (d["group"], d["name"])
+        g = None if d["group"] == "DEFAULT" else d["group"]
         try:
-            g = None if d["group"] == "DEFAULT" else d["group"]
-            v = conf[d["name"]] if g is None else conf[g][d["name"]]
-        except (cfg.NoSuchOptError, cfg.NoSuchGroupError, KeyError):
+            conf._get_opt_info(d["name"], g)
+        except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
             out["missing"].append(key)
             continue
+        try:
+            # A NoSuchOptError here comes from interpolating $unknown.
+            v = conf[d["name"]] if g is None else conf[g][d["name"]]
         except Exception as e:
             out["errors"][key] = "%s: %s" % (type(e).__name__, e)
             continue
