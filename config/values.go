@@ -38,11 +38,17 @@ func (d *optDef) convert(s string) (any, error) {
 			return nil, nil
 		}
 		n, err := parsePyInt(t)
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, errors.New("integer out of the 64-bit range")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("invalid literal for int() with base 10: %s", pyRepr(s))
 		}
 		if err := d.checkNumber(float64(n), strconv.FormatInt(n, 10)); err != nil {
 			return nil, err
+		}
+		if d.unit != 0 && (n > math.MaxInt64/int64(d.unit) || n < math.MinInt64/int64(d.unit)) {
+			return nil, errors.New("too large for a duration")
 		}
 		return n, nil
 	case kindFloat:
@@ -56,6 +62,9 @@ func (d *optDef) convert(s string) (any, error) {
 		}
 		if err := d.checkNumber(f, pyFloat(f)); err != nil {
 			return nil, err
+		}
+		if d.unit != 0 && (math.IsNaN(f) || math.Abs(f*float64(d.unit)) >= math.MaxInt64) {
+			return nil, errors.New("not a usable duration")
 		}
 		return f, nil
 	case kindList:
