@@ -94,7 +94,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 	opts = withDefaults(opts)
 	var dialector gorm.Dialector
 	if u.Dialect == "mysql" {
-		dialector = gormmysql.New(gormmysql.Config{DSN: u.DSN, DefaultStringSize: 255})
+		dialector = gormmysql.New(gormmysql.Config{DSN: u.DSN, DefaultStringSize: 255, SkipInitializeWithVersion: true})
 	} else {
 		dialector = sqlite.Open(u.DSN)
 	}
