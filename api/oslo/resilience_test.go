@@ -1,0 +1,81 @@
+package oslo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// closeOwnConnections makes the broker close every connection of this test
+// process (identified by the connection_name our dialer sends), as
+// `rabbitmqctl close_all_connections` would, without touching other
+// processes' connections on the shared broker.
+func closeOwnConnections(t *testing.T) int {
+	t.Helper()
+	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_connections", "pid", "client_properties").Output()
+	if err != nil {
+		t.Fatalf("rabbitmqctl list_connections: %v", err)
+	}
+	marker := fmt.Sprintf(":%d:", os.Getpid())
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		pid, props, ok := strings.Cut(line, "\t")
+		if !ok || !strings.Contains(props, `{"connection_name","`) || !strings.Contains(props, marker) {
+			continue
+		}
+		if out, err := exec.Command("rabbitmqctl", "-q", "close_connection", pid, "test: broker connection loss").CombinedOutput(); err != nil {
+			t.Fatalf("close_connection %s: %v %s", pid, err, out)
+		}
+		n++
+	}
+	return n
+}
+
+func TestLiveRecoversFromConnectionLoss(t *testing.T) {
+	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
+		t.Fatalf("rabbitmqctl is required: %v", err)
+	}
+	e := newEnv(t)
+	e.opts.Rabbit.KombuReconnectDelay = 100 * time.Millisecond
+	rec := newRecorder()
+	e.startServer(liveDispatcher(t, rec, nil))
+	c := e.client()
+	tgt := Target{Topic: e.topic}
+	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
+		t.Fatal(err)
+	}
+	// listener, reply publisher, client reply consumer, client publisher
+	if n := closeOwnConnections(t); n < 4 {
+		t.Fatalf("closed %d connections, want at least 4", n)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 3 * time.Second})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery after connection loss: %v", err)
+		}
+		t.Logf("call during recovery: %v", err)
+	}
+	if err := c.Cast(context.Background(), tgt, "record", map[string]any{"value": 1, "note": "after"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "after")
+	// A second loss is survived as well.
+	if n := closeOwnConnections(t); n < 4 {
+		t.Fatalf("closed %d connections the second time", n)
+	}
+	for {
+		if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 3 * time.Second}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no recovery after second loss: %v", err)
+		}
+	}
+}
