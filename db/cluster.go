@@ -2,12 +2,10 @@ package db
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -283,12 +281,4 @@ func (s *Store) DestroyCluster(ctx context.Context, ident string) error {
 		return exception.ClusterNotFound(ident)
 	}
 	return nil
-}
-
-// notFoundOr maps gorm.ErrRecordNotFound to notFound.
-func notFoundOr(err error, notFound func() error) error {
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return notFound()
-	}
-	return err
 }

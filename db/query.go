@@ -234,11 +234,3 @@ func isUUIDLike(v string) bool {
 	}
 	return true
 }
-
-// strp returns nil for "", for optional filter values.
-func strOrNil(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}

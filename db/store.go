@@ -280,3 +280,5 @@ func (s *Store) wrap(op string, err error) error {
 
 // ctxDB returns a GORM session bound to ctx.
 func (s *Store) ctxDB(ctx context.Context) *gorm.DB { return s.gdb.WithContext(ctx) }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
