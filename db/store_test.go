@@ -189,3 +189,27 @@ func TestSQLiteConcurrentWriters(t *testing.T) {
 		t.Fatalf("nodegroups %d, reports %d; want 50, 50", n, svc.ReportCount)
 	}
 }
+
+func TestInMemorySQLiteStoresAreSeparate(t *testing.T) {
+	ctx := context.Background()
+	a, err := db.Open(ctx, db.Options{Connection: "sqlite://", SkipSchemaCheck: true}, nil)
+	must(t, err)
+	defer a.Close()
+	b, err := db.Open(ctx, db.Options{Connection: "sqlite://", SkipSchemaCheck: true}, nil)
+	must(t, err)
+	defer b.Close()
+	if _, err := a.SQLDB().Exec("CREATE TABLE only_in_a (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SQLDB().Exec("INSERT INTO only_in_a VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	must(t, a.SQLDB().QueryRow("SELECT COUNT(*) FROM only_in_a").Scan(&n))
+	if n != 1 {
+		t.Fatalf("a sees %d rows", n)
+	}
+	if err := b.SQLDB().QueryRow("SELECT COUNT(*) FROM only_in_a").Scan(&n); err == nil {
+		t.Fatal("a second in-memory store sees the first one's tables")
+	}
+}

@@ -1,6 +1,8 @@
 package db
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -107,9 +109,12 @@ func parseSQLite(rest string) (*URL, error) {
 		path = path[1:]
 	}
 	if path == "" || path == ":memory:" {
-		// One shared in-memory database for every pooled connection.
-		return &URL{Dialect: "sqlite", DSN: "file::memory:?cache=shared" + sqlitePragmas("&"), Memory: true,
-			Redacted: "sqlite://"}, nil
+		// A named in-memory database shared by the store's connections and
+		// by no other store.
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return &URL{Dialect: "sqlite", DSN: "file:magnum-" + hex.EncodeToString(b[:]) + "?mode=memory&cache=shared" +
+			sqlitePragmas("&"), Memory: true, Redacted: "sqlite://"}, nil
 	}
 	return &URL{Dialect: "sqlite", DSN: "file:" + path + "?" + strings.TrimPrefix(sqlitePragmas("&"), "&"),
 		Database: path, Redacted: "sqlite:///" + path}, nil
