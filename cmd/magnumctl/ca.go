@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+func caCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "ca", Short: "Cluster certificate authorities"}
+
+	var caType string
+	show := &cobra.Command{
+		Use: "show CLUSTER", Short: "Print a cluster CA certificate (get_ca_certificate)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, ctx, cancel, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			defer s.close()
+			cl, err := getCluster(ctx, s, args[0])
+			if err != nil {
+				return err
+			}
+			cp, err := primitive(cl)
+			if err != nil {
+				return err
+			}
+			var t *string
+			if caType != "" {
+				t = &caType
+			}
+			raw, err := s.api.GetCACertificate(ctx, cp, t)
+			if err != nil {
+				return err
+			}
+			return g.printCert(raw)
+		},
+	}
+	show.Flags().StringVar(&caType, "type", "", "which CA: empty (Kubernetes), etcd or front_proxy")
+
+	var csrFile, signType string
+	sign := &cobra.Command{
+		Use: "sign CLUSTER", Short: "Sign a CSR with a cluster CA (sign_certificate)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			csr, err := os.ReadFile(csrFile)
+			if err != nil {
+				return &usageError{fmt.Sprintf("--csr: %v", err)}
+			}
+			s, ctx, cancel, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			defer s.close()
+			cl, err := getCluster(ctx, s, args[0])
+			if err != nil {
+				return err
+			}
+			cert := &objects.Certificate{
+				ProjectID: cl.ProjectID, UserID: cl.UserID, ClusterUUID: cl.UUID, CSR: objects.Str(string(csr)),
+			}
+			if signType != "" {
+				cert.CACertType = objects.Str(signType)
+			}
+			cp, err := primitive(cl)
+			if err != nil {
+				return err
+			}
+			certp, err := primitive(cert)
+			if err != nil {
+				return err
+			}
+			raw, err := s.api.SignCertificate(ctx, cp, certp)
+			if err != nil {
+				return err
+			}
+			return g.printCert(raw)
+		},
+	}
+	sign.Flags().StringVar(&csrFile, "csr", "", "PEM file of the certificate signing request")
+	sign.Flags().StringVar(&signType, "type", "", "which CA signs: empty (Kubernetes), etcd or front_proxy")
+	_ = sign.MarkFlagRequired("csr")
+
+	rotate := &cobra.Command{
+		Use: "rotate CLUSTER", Short: "Regenerate a cluster's CAs and have the driver roll them out (rotate_ca_certificate)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, ctx, cancel, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			defer s.close()
+			cl, err := getCluster(ctx, s, args[0])
+			if err != nil {
+				return err
+			}
+			cp, err := primitive(cl)
+			if err != nil {
+				return err
+			}
+			raw, err := s.api.RotateCACertificate(ctx, cp)
+			if err != nil {
+				return err
+			}
+			out, err := objects.DecodeAs[*objects.Cluster](json.RawMessage(raw))
+			if err != nil {
+				return err
+			}
+			return g.print(showTable(out))
+		},
+	}
+	cmd.AddCommand(show, sign, rotate)
+	return cmd
+}
+
+func (g *globals) printCert(raw json.RawMessage) error {
+	c, err := objects.DecodeAs[*objects.Certificate](raw)
+	if err != nil {
+		return err
+	}
+	if g.output == "json" {
+		return g.print(table{value: fieldsOf(c)})
+	}
+	_, err = fmt.Fprintln(g.out, objects.Deref(c.PEM))
+	return err
+}

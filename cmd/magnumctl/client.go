@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/openstack/magnum-conductor/api/conductorapi"
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/config"
+)
+
+// session is one connection to the conductor topic.
+type session struct {
+	api    *conductorapi.API
+	client *oslo.Client
+	topic  string
+}
+
+func (g *globals) connect(ctx context.Context) (*session, context.Context, context.CancelFunc, error) {
+	cfg, err := config.Load(g.configFiles, g.configDirs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := oslo.DefaultOptions()
+	opts.TransportURL = cfg.Default.TransportURL
+	opts.ControlExchange = cfg.Default.ControlExchange
+	opts.RPCResponseTimeout = g.timeout
+	topic := cfg.Conductor.Topic
+	if g.transportURL != "" {
+		opts.TransportURL = g.transportURL
+	}
+	if g.exchange != "" {
+		opts.ControlExchange = g.exchange
+	}
+	if g.topic != "" {
+		topic = g.topic
+	}
+	client, err := oslo.NewClient(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(contextFrom(ctx, g), g.timeout)
+	return &session{api: conductorapi.New(client, topic), client: client, topic: topic}, ctx, cancel, nil
+}
+
+// contextFrom attaches the request context magnumctl sends: admin and all
+// tenants, unless --project-id makes it a project member's request.
+func contextFrom(ctx context.Context, g *globals) context.Context {
+	rc := &request.Context{
+		IsAdmin: g.projectID == "", AllTenants: g.projectID == "",
+		ProjectID: g.projectID, UserID: g.userID, Roles: []string{"admin"},
+		RequestID: request.NewRequestID(),
+	}
+	if g.projectID != "" {
+		rc.Roles = []string{"member"}
+	}
+	return request.With(ctx, rc)
+}
+
+func (s *session) close() { _ = s.client.Close() }
+
+// classAction runs Object.method(args...) in the conductor (what
+// magnum-api's objects do through the indirection API).
+func classAction[T objects.Object](ctx context.Context, s *session, name, method string, args ...any) (T, error) {
+	var zero T
+	raw, err := s.api.ObjectClassAction(ctx, name, method, objects.NewestVersion(name), args, map[string]any{})
+	if err != nil {
+		return zero, err
+	}
+	return objects.DecodeAs[T](raw)
+}
+
+// classList is classAction for methods that return a list of objects.
+func classList[T objects.Object](ctx context.Context, s *session, name, method string, args []any, kwargs map[string]any) ([]T, error) {
+	raw, err := s.api.ObjectClassAction(ctx, name, method, objects.NewestVersion(name), args, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("decoding %s.%s: %w", name, method, err)
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		o, err := objects.DecodeAs[T](it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// instanceAction runs o.method() in the conductor and applies the updates
+// it returns, as oslo.versionedobjects does for object_action.
+func instanceAction[T objects.Object](ctx context.Context, s *session, o T, method string) (T, error) {
+	var zero T
+	prim, err := objects.EncodeJSON(o, objects.NewestVersion(o.ObjName()), objects.Manifest(o))
+	if err != nil {
+		return zero, err
+	}
+	updates, _, err := s.api.ObjectAction(ctx, prim, method, []any{}, map[string]any{})
+	if err != nil {
+		return zero, err
+	}
+	if method == "destroy" {
+		return o, nil
+	}
+	var data map[string]any
+	if err := json.Unmarshal(prim, &data); err != nil {
+		return zero, err
+	}
+	fields, _ := data[objects.KeyData].(map[string]any)
+	for k, v := range updates {
+		if k == "obj_what_changed" {
+			continue
+		}
+		var val any
+		if err := json.Unmarshal(v, &val); err != nil {
+			return zero, err
+		}
+		fields[k] = val
+	}
+	delete(data, objects.KeyChanges)
+	return objects.DecodeAs[T](data)
+}
+
+func primitive(o objects.Object) (json.RawMessage, error) {
+	return objects.EncodeJSON(o, objects.NewestVersion(o.ObjName()), objects.Manifest(o))
+}
+
+// explain turns an error into one line that says what came back and what
+// it means for the operator.
+func explain(err error) string {
+	var te *oslo.TimeoutError
+	if errors.As(err, &te) {
+		return err.Error() + " (no conductor answered in time: is magnum-conductor running, and on the same " +
+			"transport_url, control_exchange and [conductor]/topic?)"
+	}
+	var ee *exception.Error
+	if errors.As(err, &ee) {
+		hint := ""
+		switch {
+		case exception.IsSubclass(ee.Class, "ResourceNotFound"):
+			hint = "nothing with that name or uuid is visible to this project"
+		case ee.Class == "NotSupported" || exception.IsSubclass(ee.Class, "NotSupported"):
+			hint = "the resource's current status or its driver does not allow this operation"
+		case exception.IsSubclass(ee.Class, "Conflict"):
+			hint = "it conflicts with an existing resource"
+		case exception.IsSubclass(ee.Class, "Invalid"):
+			hint = "a parameter was refused"
+		case ee.Module == exception.ModuleDispatcher:
+			hint = "the conductor does not serve this method or version"
+		case ee.Class == "NotImplementedError":
+			hint = "the conductor does not implement this feature"
+		}
+		line := fmt.Sprintf("%s.%s: %s", ee.Module, ee.Class, ee.Message)
+		if hint != "" {
+			line += " (" + hint + ")"
+		}
+		return line
+	}
+	return err.Error()
+}
