@@ -2,11 +2,11 @@ package db
 
 import (
 	"context"
-	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
-	"gorm.io/gorm"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -217,19 +217,31 @@ func (s *Store) DestroyNodeGroup(ctx context.Context, clusterUUID, ident string)
 	return nil
 }
 
-// UpdateNodeGroupValues is NodeGroup.update_nodegroup / update_nodegroup:
-// values are column → value, as Python's dict; the nodegroup is found by id
-// or uuid within the cluster. JSON columns take maps and lists.
+// UpdateNodeGroupValues is NodeGroup.update_nodegroup: the nodegroup is
+// found as NodeGroup.get does (an int-like ident by id, a uuid-like one by
+// uuid, anything else by name; tenant-filtered), then values (column →
+// value, as Python's dict) are written. JSON columns take maps and lists
+// (None writes {} or []). Keys that are not columns, and id, created_at
+// and updated_at, are ignored as SQLAlchemy's Model.update ignores unknown
+// attributes; updated_at is set to now.
 func (s *Store) UpdateNodeGroupValues(ctx context.Context, clusterUUID, ident string, values map[string]any) (*objects.NodeGroup, error) {
-	w := &where{}
-	if err := s.identity(w, ident); err != nil {
+	var cur *objects.NodeGroup
+	var err error
+	if id, perr := strconv.ParseInt(strings.TrimSpace(ident), 10, 64); perr == nil {
+		cur, err = s.GetNodeGroupByID(ctx, clusterUUID, id)
+	} else if isUUIDLike(ident) {
+		cur, err = s.GetNodeGroupByUUID(ctx, clusterUUID, ident)
+	} else {
+		cur, err = s.GetNodeGroupByName(ctx, clusterUUID, ident)
+	}
+	if err != nil {
 		return nil, err
 	}
-	w.add(s.q("cluster_id")+" = ?", clusterUUID)
 	set := map[string]any{}
 	for k, v := range values {
-		if k == "id" || !slices.Contains(nodeGroupColumns, k) {
-			return nil, exception.InvalidParameterValue(fmt.Sprintf("nodegroup has no column %q", k))
+		if !slices.Contains(nodeGroupColumns, k) || k == "id" || k == "created_at" || k == "updated_at" {
+			s.log.DebugContext(ctx, "update_nodegroup: ignoring key", "key", k)
+			continue
 		}
 		switch k {
 		case "labels", "node_labels":
@@ -247,28 +259,22 @@ func (s *Store) UpdateNodeGroupValues(ctx context.Context, clusterUUID, ident st
 		}
 		set[k] = v
 	}
-	if _, ok := set["updated_at"]; !ok {
-		set["updated_at"] = s.now()
-	}
-	var id int64
-	err := s.retry(ctx, "update nodegroup", func() error {
-		return s.ctxDB(ctx).Transaction(func(tx *gorm.DB) error {
-			var ids []int64
-			if err := s.lockForUpdate(w.apply(tx.Model(&nodeGroupRow{}))).Pluck("id", &ids).Error; err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return exception.NodeGroupNotFound(ident)
-			}
-			id = ids[0]
-			return tx.Model(&nodeGroupRow{}).Where(s.q("id")+" = ?", id).Updates(set).Error
-		})
+	set["updated_at"] = s.now()
+	err = s.retry(ctx, "update nodegroup", func() error {
+		res := s.ctxDB(ctx).Model(&nodeGroupRow{}).Where(s.q("id")+" = ?", cur.ID).Updates(set)
+		if res.Error == nil && res.RowsAffected == 0 {
+			return exception.NodeGroupNotFound(ident)
+		}
+		return res.Error
 	})
 	if err != nil {
+		if isDuplicate(err) {
+			return nil, exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": clusterUUID, "name": values["name"]})
+		}
 		return nil, err
 	}
 	n := &objects.NodeGroup{}
-	if err := s.reloadNodeGroup(ctx, n, id); err != nil {
+	if err := s.reloadNodeGroup(ctx, n, cur.ID); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -94,6 +94,15 @@ func TestNodeGroupCRUD(t *testing.T) {
 		}
 		_, err = s.UpdateNodeGroupValues(ctx, *c.UUID, "33333333-3333-3333-3333-333333333333", map[string]any{"node_count": 1})
 		wantExc(t, err, "NodeGroupNotFound")
+		// By name, as NodeGroup.get resolves it; unknown keys are ignored.
+		upd, err = s.UpdateNodeGroupValues(ctx, *c.UUID, "default-worker",
+			map[string]any{"node_count": 8.0, "no_such_column": 1, "created_at": "2020-01-01T00:00:00Z", "node_taints": nil})
+		must(t, err)
+		if upd.NodeCount != 8 || upd.NodeTaints == nil || len(upd.NodeTaints) != 0 || upd.CreatedAt.Year() == 2020 {
+			t.Fatalf("update by name: %+v", upd)
+		}
+		_, err = s.UpdateNodeGroupValues(projectCtx("p2"), *c.UUID, "default-worker", map[string]any{"node_count": 1})
+		wantExc(t, err, "NodeGroupNotFound")
 
 		must(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID))
 		wantExc(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID), "NodeGroupNotFound")

@@ -165,9 +165,10 @@ func TestQuotaCRUD(t *testing.T) {
 		}
 		_, err = s.GetQuotaByID(ctx, 424242)
 		wantExc(t, err, "QuotaNotFound")
-		upd, err := s.UpdateQuota(ctx, "p1", map[string]any{"resource": "Cluster", "hard_limit": 9})
+		upd, err := s.UpdateQuota(ctx, "p1", map[string]any{"resource": "Cluster", "hard_limit": 9.0, "project_id": "p1",
+			"id": 77, "created_at": "2020-01-01T00:00:00"})
 		must(t, err)
-		if upd.HardLimit != 9 || upd.UpdatedAt == nil {
+		if upd.HardLimit != 9 || upd.UpdatedAt == nil || upd.ID != q.ID {
 			t.Fatalf("update %+v", upd)
 		}
 		_, err = s.UpdateQuota(ctx, "p9", map[string]any{"resource": "Cluster", "hard_limit": 9})

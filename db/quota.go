@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"gorm.io/gorm"
 
@@ -116,16 +115,16 @@ func (s *Store) UpdateQuota(ctx context.Context, project string, values map[stri
 	if !ok {
 		return nil, exception.InvalidParameterValue("quota update needs a resource")
 	}
+	// The API sends Quota.as_dict(): only the data columns are written
+	// (SQLAlchemy's Model.update ignores unknown keys; timestamps arrive as
+	// text and are the store's to set).
 	set := map[string]any{}
-	for k, v := range values {
-		if k == "id" || !slices.Contains(quotaColumns, k) {
-			return nil, exception.InvalidParameterValue(fmt.Sprintf("quota has no column %q", k))
+	for _, k := range []string{"project_id", "resource", "hard_limit"} {
+		if v, ok := values[k]; ok {
+			set[k] = v
 		}
-		set[k] = v
 	}
-	if _, ok := set["updated_at"]; !ok {
-		set["updated_at"] = s.now()
-	}
+	set["updated_at"] = s.now()
 	var id int64
 	err := s.retry(ctx, "update quota", func() error {
 		return s.ctxDB(ctx).Transaction(func(tx *gorm.DB) error {
