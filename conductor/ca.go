@@ -68,12 +68,15 @@ func (r certRefs) setOn(c *objects.Cluster) {
 	c.CACertRef, c.MagnumCertRef, c.EtcdCACertRef, c.FrontProxyCACertRef = r.ca, r.magnum, r.etcd, r.frontProxy
 }
 
-// holder returns a cluster object that carries only r, to delete those
-// certificates with the cert manager.
-func (r certRefs) holder(c *objects.Cluster) *objects.Cluster {
-	o := &objects.Cluster{UUID: c.UUID, ProjectID: c.ProjectID, UserID: c.UserID}
-	r.setOn(o)
-	return o
+// list returns the non-empty references.
+func (r certRefs) list() []string {
+	var out []string
+	for _, p := range []*string{r.ca, r.magnum, r.etcd, r.frontProxy} {
+		if p != nil && *p != "" {
+			out = append(out, *p)
+		}
+	}
+	return out
 }
 
 // RotateCACertificate ports ca_conductor.Handler.rotate_ca_certificate:
@@ -109,9 +112,7 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 		fc := h.freshCluster(cctx, log, c, uuid, err)
 		if fresh != nil {
 			old.setOn(fc)
-			if derr := h.certs.DeleteForCluster(cctx, fresh.holder(fc)); derr != nil {
-				log.Error("cannot delete the unused new certificates", "error", derr)
-			}
+			h.certs.DeleteRefs(cctx, uuid, fresh.list())
 		}
 		fc.Status = objects.UpdateFailed
 		fc.StatusReason = objects.Str(err.Error())
@@ -128,7 +129,8 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	if !ok {
 		return fail(exception.NotSupportedMessage("'rotate_ca_certificate' is not supported by this driver."))
 	}
-	if err := h.certs.GenerateForCluster(ctx, c); err != nil {
+	oldList, err := h.certs.RotateForCluster(ctx, c)
+	if err != nil {
 		old.setOn(c)
 		return fail(err)
 	}
@@ -144,8 +146,6 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	if err := h.store.SaveCluster(ctx, c); err != nil {
 		return fail(err)
 	}
-	if err := h.certs.DeleteForCluster(ctx, old.holder(c)); err != nil {
-		log.Error("cannot delete the old certificates", "error", err)
-	}
+	h.certs.DeleteRefs(ctx, uuid, oldList)
 	return c, nil
 }

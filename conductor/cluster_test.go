@@ -1,14 +1,18 @@
 package conductor
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/request"
 )
 
 func intp(i int) *int { return &i }
@@ -534,4 +538,38 @@ func TestHandlersRejectObjectsWithoutUUID(t *testing.T) {
 		t.Error("rotate accepted a nil cluster")
 	}
 	e.wantNotes()
+}
+
+func TestFailureLogCarriesRequestIDsAndNoSecrets(t *testing.T) {
+	e := newEnv(t)
+	var buf bytes.Buffer
+	e.h.log = slog.New(slog.NewJSONHandler(&buf, nil))
+	rc := *request.From(e.ctx)
+	rc.AuthToken, rc.Password = "tok-secret", "pw-secret"
+	ctx := request.With(context.Background(), &rc)
+	e.drv.fail["update_cluster"] = errors.New("no capacity")
+	c := e.seed(e.ct, objects.CreateComplete, 1)
+	if _, err := e.h.ClusterUpdate(ctx, c, 2, "", nil, false); err == nil {
+		t.Fatal("no error")
+	}
+	var found bool
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["msg"] == "cluster update failed" {
+			found = true
+			if m["request_id"] != rc.RequestID || m["global_request_id"] != "req-global-1" ||
+				m["cluster_uuid"] != *c.UUID || m["method"] != "cluster_update" || m["error"] != "no capacity" {
+				t.Errorf("log line %v", m)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no failure log line in %s", buf.String())
+	}
+	if bytes.Contains(buf.Bytes(), []byte("secret")) {
+		t.Errorf("secret logged: %s", buf.String())
+	}
 }

@@ -15,8 +15,9 @@
 //     CREATE_FAILED with a reason and a failure notification;
 //   - nodegroup errors print the nodegroup's status;
 //   - the driver's PreDeleteCluster runs before DeleteCluster;
-//   - CA rotation deletes the old certificates once the driver accepted the
-//     new ones, and the new ones when it did not;
+//   - CA rotation (certmanager RotateForCluster/DeleteRefs) deletes the old
+//     certificates once the driver accepted the new ones, and the new ones
+//     when it did not, keeping the old references;
 //   - a driver that panics or does not return before the deadline fails the
 //     operation like any driver error.
 package conductor
@@ -64,7 +65,11 @@ type CertManager interface {
 	GenerateForCluster(ctx context.Context, c *objects.Cluster) error
 	SignCSR(ctx context.Context, c *objects.Cluster, csrPEM, caCertType string) (string, error)
 	GetCACertificate(ctx context.Context, c *objects.Cluster, caCertType string) (string, error)
-	DeleteForCluster(ctx context.Context, c *objects.Cluster) error
+	// RotateForCluster stores a new set of certificates, sets the new
+	// references on c and returns the old ones (invalidating the client-file
+	// cache); DeleteRefs deletes stored certificates by reference.
+	RotateForCluster(ctx context.Context, c *objects.Cluster) (old []string, err error)
+	DeleteRefs(ctx context.Context, clusterUUID string, refs []string)
 }
 
 // Notifier publishes one notification (oslo.Notifier).

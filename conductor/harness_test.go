@@ -157,6 +157,21 @@ func (f *fakeCerts) GenerateForCluster(_ context.Context, c *objects.Cluster) er
 	return nil
 }
 
+func (f *fakeCerts) RotateForCluster(ctx context.Context, c *objects.Cluster) ([]string, error) {
+	old := []string{objects.Deref(c.CACertRef), objects.Deref(c.MagnumCertRef), objects.Deref(c.EtcdCACertRef),
+		objects.Deref(c.FrontProxyCACertRef)}
+	if err := f.GenerateForCluster(ctx, c); err != nil {
+		return nil, err
+	}
+	return old, nil
+}
+
+func (f *fakeCerts) DeleteRefs(_ context.Context, _ string, refs []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, refs...)
+}
+
 func (f *fakeCerts) SignCSR(_ context.Context, c *objects.Cluster, csr, caType string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
