@@ -136,7 +136,7 @@ func (b *Barbican) serviceClient(ctx context.Context) (*gophercloud.ServiceClien
 		Region: o.RegionName, Availability: availability(o.EndpointType),
 	})
 	if err != nil {
-		return nil, storageError("no Barbican endpoint in the catalog", err)
+		return nil, storageError("no Barbican endpoint in the catalog: "+err.Error(), err)
 	}
 	b.client = client
 	return client, nil
