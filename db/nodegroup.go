@@ -27,7 +27,12 @@ var nodeGroupPage = page{table: "nodegroup", columns: nodeGroupColumns, markerCo
 	notFound: func(m string) error { return exception.NodeGroupNotFound(m) }}
 
 // CreateNodeGroup is create_nodegroup; a duplicate (uuid, or name in the
-// cluster) is NodeGroupAlreadyExists.
+// cluster) is NodeGroupAlreadyExists. As with every Create*, only the fields
+// set on n (objects.IsSet: decoded from the wire, non-zero, or named with
+// objects.MarkChanged) are written; the others get the column default or
+// NULL, which reads back as the object default. So a NodeCount of 0 built
+// in Go must be marked (objects.MarkChanged(n, "node_count")), or it is
+// stored as NULL and reads as 1, exactly as an unset field does in Magnum.
 func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error {
 	if n.UUID == "" {
 		n.UUID = uuid.NewString()

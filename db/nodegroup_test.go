@@ -135,3 +135,19 @@ func TestNodeGroupSaveIfStatus(t *testing.T) {
 		}
 	})
 }
+
+func TestNodeGroupCreateUnsetVersusMarkedZero(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *db.Store) {
+		ctx := adminCtx()
+		c := cluster("c", "p1", objects.CreateComplete)
+		must(t, s.CreateCluster(ctx, c))
+		unset := nodegroup(c, "unset", "worker", 0)
+		must(t, s.CreateNodeGroup(ctx, unset))
+		zero := nodegroup(c, "zero", "worker", 0)
+		objects.MarkChanged(zero, "node_count")
+		must(t, s.CreateNodeGroup(ctx, zero))
+		if unset.NodeCount != 1 || zero.NodeCount != 0 {
+			t.Fatalf("unset node_count = %d (want the default 1), marked zero = %d (want 0)", unset.NodeCount, zero.NodeCount)
+		}
+	})
+}
