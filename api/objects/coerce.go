@@ -279,21 +279,24 @@ func pyBool(v any) bool {
 	return true
 }
 
-var timeLayouts = []string{
-	time.RFC3339Nano,
-	"2006-01-02T15:04:05.999999999Z0700",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999Z0700",
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02T15:04Z07:00",
-	"2006-01-02",
+// timeLayouts are the ISO 8601 forms parse_isotime accepts.
+func timeLayouts() []string {
+	return []string{
+		time.RFC3339Nano,
+		"2006-01-02T15:04:05.999999999Z0700",
+		"2006-01-02T15:04:05.999999999",
+		"2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02 15:04:05.999999999Z0700",
+		"2006-01-02 15:04:05.999999999",
+		"2006-01-02T15:04Z07:00",
+		"2006-01-02",
+	}
 }
 
 // parseIsoTime parses what oslo's timeutils.parse_isotime accepts (ISO 8601
 // with or without fraction and zone); a time without zone is UTC.
 func parseIsoTime(attr, s string) (time.Time, error) {
-	for _, l := range timeLayouts {
+	for _, l := range timeLayouts() {
 		if t, err := time.Parse(l, s); err == nil {
 			return t.UTC(), nil
 		}

@@ -158,14 +158,16 @@ func fullObjects() []Object {
 }
 
 // pythonVersions are the versions python3-magnum 15.0.1 reads.
-var pythonVersions = map[string]string{NameCluster: "1.23", NameClusterTemplate: "1.20", NameNodeGroup: "1.1"}
+func pythonVersions() map[string]string {
+	return map[string]string{NameCluster: "1.23", NameClusterTemplate: "1.20", NameNodeGroup: "1.1"}
+}
 
 func TestPythonHydratesOurPrimitives(t *testing.T) {
 	t.Parallel()
 	objs := fullObjects()
 	var prims []any
 	for _, o := range objs {
-		p, err := EncodeWith(o, EncodeOptions{Version: pythonVersions[o.ObjName()], Manifest: pythonVersions, KeepKeys: true})
+		p, err := EncodeWith(o, EncodeOptions{Version: pythonVersions()[o.ObjName()], Manifest: pythonVersions(), KeepKeys: true})
 		if err != nil {
 			t.Fatal(err)
 		}

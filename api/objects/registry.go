@@ -224,8 +224,6 @@ func buildRegistry() map[string]*classInfo {
 	return out
 }
 
-var timeType = reflect.TypeOf(time.Time{})
-
 func parseField(index int, sf reflect.StructField, tag string) fieldInfo {
 	parts := strings.Split(tag, ",")
 	f := fieldInfo{name: parts[0], index: index}
@@ -249,6 +247,7 @@ func parseField(index int, sf reflect.StructField, tag string) fieldInfo {
 		}
 	}
 	t := sf.Type
+	timeType := reflect.TypeOf(time.Time{})
 	switch {
 	case isObject:
 		f.kind = kObject

@@ -8,11 +8,13 @@ import (
 	"github.com/openstack/magnum-conductor/db"
 )
 
-// listArgs are the pagination parameters every list remotable takes.
-var listParams = []param{opt("limit"), opt("marker"), opt("sort_key"), opt("sort_dir")}
+// listParams are the pagination parameters every list remotable takes.
+func listParams() []param {
+	return []param{opt("limit"), opt("marker"), opt("sort_key"), opt("sort_dir")}
+}
 
 func listSig(fn string, extra ...param) signature {
-	return sig(fn, append(append([]param{}, listParams...), extra...)...)
+	return sig(fn, append(listParams(), extra...)...)
 }
 
 func listOpts(b bound) (db.ListOpts, error) {
@@ -185,7 +187,7 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 			"get_count_all": {sig("get_count_all", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
 				return s.CountNodeGroups(ctx, b.str("cluster_id"))
 			}},
-			"list": {sig("list", append([]param{req("cluster_id")}, append(listParams, opt("filters"))...)...),
+			"list": {sig("list", append([]param{req("cluster_id")}, append(listParams(), opt("filters"))...)...),
 				func(ctx context.Context, b bound) (any, error) {
 					opts, err := listOpts(b)
 					if err != nil {
