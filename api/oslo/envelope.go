@@ -58,8 +58,8 @@ func (e *DecodeError) Error() string { return "undecodable RPC message: " + e.Re
 // (oslo's deserialize_msg).
 func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
 	var outer map[string]json.RawMessage
-	if err := json.Unmarshal(body, &outer); err != nil {
-		return nil, &DecodeError{Reason: "body is not a JSON object: " + err.Error()}
+	if err := json.Unmarshal(body, &outer); err != nil || outer == nil {
+		return nil, &DecodeError{Reason: fmt.Sprintf("body is not a JSON object: %v", err)}
 	}
 	vraw, hasV := outer[envelopeVersionKey]
 	mraw, hasM := outer[envelopeMessageKey]
@@ -71,8 +71,8 @@ func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
 		return nil, &DecodeError{Reason: "oslo.message is not a string"}
 	}
 	var msg map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(inner), &msg); err != nil {
-		return nil, &DecodeError{Reason: "oslo.message is not a JSON object: " + err.Error()}
+	if err := json.Unmarshal([]byte(inner), &msg); err != nil || msg == nil {
+		return nil, &DecodeError{Reason: fmt.Sprintf("oslo.message is not a JSON object: %v", err)}
 	}
 	var version string
 	_ = json.Unmarshal(vraw, &version)

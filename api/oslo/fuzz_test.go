@@ -1,0 +1,59 @@
+package oslo
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+)
+
+// FuzzDecodeAndDispatch feeds arbitrary bodies through the decoder and the
+// dispatcher: nothing may panic, and every outcome is either a request or a
+// DecodeError, and every dispatch error encodes as a failure.
+func FuzzDecodeAndDispatch(f *testing.F) {
+	for _, fr := range loadFrames(f) {
+		f.Add([]byte(fr.BodyRaw))
+	}
+	f.Add([]byte(`{"oslo.version": "2.0", "oslo.message": "{\"method\": 1, \"args\": \"x\", \"version\": 2}"}`))
+	f.Add([]byte(`{"oslo.version": "1.0", "oslo.message": "[]"}`))
+	f.Add([]byte(`{"method": "ping_conductor", "args": {"a": {"b": [1, 2, {"c": null}]}}, "_timeout": "x"}`))
+	f.Add([]byte(`{"oslo.version": "2.0", "oslo.message": "{\"method\": \"echo\", \"args\": {\"value\": 1e999}, \"version\": \"1.a\"}"}`))
+	f.Add([]byte(`null`))
+	d := NewDispatcher()
+	if err := d.Handle("ping_conductor", Method(func(ctx context.Context, _ NoArgs) (any, error) { return true, nil })); err != nil {
+		f.Fatal(err)
+	}
+	if err := d.Handle("echo", Method(func(ctx context.Context, a echoArgs) (any, error) { return a.Value, nil })); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeRequest(body)
+		if err != nil {
+			var de *DecodeError
+			if !asDecodeError(err, &de) {
+				t.Fatalf("error of type %T", err)
+			}
+			if de.Failure != nil {
+				if _, err := FailureFromError(de.Failure).Encode(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return
+		}
+		res, err := d.Dispatch(context.Background(), req)
+		body2, berr := buildReply("m", res, err)
+		if berr != nil {
+			t.Fatalf("reply not encodable: %v", berr)
+		}
+		if !json.Valid(body2) {
+			t.Fatalf("invalid reply JSON %q", body2)
+		}
+		if err != nil {
+			var e *exception.Error
+			if !asError(err, &e) {
+				t.Fatalf("dispatch error %T is not an *exception.Error", err)
+			}
+		}
+	})
+}
