@@ -214,15 +214,23 @@ func Decode(raw any) (Object, error) {
 			meta.base[f.name] = primitiveOf(f, fv)
 		}
 	}
-	if ch, ok := m[KeyChanges].([]any); ok {
+	var changes []string
+	switch ch := m[KeyChanges].(type) {
+	case []any:
 		for _, c := range ch {
-			s, _ := c.(string)
-			if _, known := ci.byName[s]; known {
-				if meta.declared == nil {
-					meta.declared = map[string]bool{}
-				}
-				meta.declared[s] = true
+			if s, ok := c.(string); ok {
+				changes = append(changes, s)
 			}
+		}
+	case []string:
+		changes = ch
+	}
+	for _, s := range changes {
+		if _, known := ci.byName[s]; known {
+			if meta.declared == nil {
+				meta.declared = map[string]bool{}
+			}
+			meta.declared[s] = true
 		}
 	}
 	return o, nil

@@ -389,3 +389,21 @@ func benchClusters() []*Cluster {
 	}
 	return list
 }
+
+func TestDecodeTakesGoBuiltPrimitivesWithTheirChanges(t *testing.T) {
+	cl := fullObjects()[0]
+	p, err := Encode(cl, "1.23", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeCluster(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(Changes(back), []string{"status"}) {
+		t.Fatalf("changes after a map round trip = %v", Changes(back))
+	}
+	if back.ClusterTemplate == nil || back.ClusterTemplate.ReceivedVersion() != "1.20" {
+		t.Fatalf("child template lost: %+v", back.ClusterTemplate)
+	}
+}
