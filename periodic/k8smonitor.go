@@ -105,7 +105,10 @@ func (k *KubernetesMonitors) tlsConfig(ctx context.Context, c *objects.Cluster) 
 	if err != nil {
 		return nil, fmt.Errorf("loading the client certificate: %w", err)
 	}
-	cfg := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	// A session cache per cluster lets the next polls resume TLS instead
+	// of a full handshake with certificate verification.
+	cfg := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		ClientSessionCache: tls.NewLRUClientSessionCache(1)}
 	k.mu.Lock()
 	k.cache[uuid] = tlsEntry{refs: refs, cfg: cfg}
 	k.mu.Unlock()
