@@ -31,8 +31,6 @@ type EncodeOptions struct {
 	// X509KeyPair indirection path sets it. Cluster.trustee_password is
 	// never written, whatever the options.
 	KeepKeys bool
-	// keepAll is for in-process clones only.
-	keepAll bool
 }
 
 // Encode returns o's primitive at version (see EncodeOptions.Version) with
@@ -87,7 +85,7 @@ func encodeData(o Object, ci *classInfo, v version, opts EncodeOptions) (map[str
 			continue
 		}
 		fv := fieldValue(o, f)
-		if f.secret && !opts.keepAll && !isZero(fv) {
+		if f.secret && !isZero(fv) {
 			if ci.name != NameX509KeyPair || !opts.KeepKeys {
 				continue
 			}
