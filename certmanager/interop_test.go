@@ -42,9 +42,6 @@ func TestPythonInterop(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		t.Skip("no /usr/bin/python3")
 	}
-	if err := exec.Command(python, "-c", "import magnum.common.x509.operations").Run(); err != nil {
-		t.Skipf("Python magnum not importable: %v", err)
-	}
 	m, b, _ := newTestManager(t, Options{RSAKeySize: 2048})
 	ctx := context.Background()
 	c := testCluster("interop-cluster")
@@ -77,6 +74,9 @@ func TestPythonInterop(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	if err != nil && bytes.Contains(stderr.Bytes(), []byte("No module named 'magnum'")) {
+		t.Skip("Python magnum is not installed")
+	}
 	if err != nil {
 		t.Fatalf("interop.py: %v\n%s", err, stderr.String())
 	}
