@@ -1,0 +1,263 @@
+package capi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+// spec is everything a desired Cluster is built from.
+type spec struct {
+	Cluster      *objects.Cluster
+	Template     *objects.ClusterTemplate
+	NodeGroups   []*objects.NodeGroup // live ones; deleting ones are skipped
+	Labels       Labels
+	Namespace    string
+	Name         string
+	ClassVersion string
+	IdentityRef  string // the cloud-credentials Secret name
+	Annotations  map[string]string
+	MaxBatchSize int // 0: CAPI's default rollout
+}
+
+func ownerLabels(c *objects.Cluster) map[string]string {
+	return map[string]string{LabelClusterUUID: deref(c.UUID), LabelProjectID: sanitize(deref(c.ProjectID), 63)}
+}
+
+func firstNonEmpty(vals ...*string) string {
+	for _, v := range vals {
+		if v != nil && *v != "" {
+			return *v
+		}
+	}
+	return ""
+}
+
+func variable(name string, v any) (clusterv1.ClusterVariable, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return clusterv1.ClusterVariable{}, err
+	}
+	return clusterv1.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: raw}}, nil
+}
+
+func invalid(format string, args ...any) error {
+	return exception.New("InvalidParameterValue", map[string]any{"err": fmt.Sprintf(format, args...)})
+}
+
+// isAutoscaled reports whether a nodegroup is handed to the autoscaler.
+func isAutoscaled(l Labels, ng *objects.NodeGroup) bool {
+	if v, ok := ng.Labels["auto_scaling_enabled"]; ok {
+		return strings.EqualFold(v, "true")
+	}
+	b, _ := l.Bool("auto_scaling_enabled")
+	return b
+}
+
+func autoscalerRange(l Labels, ng *objects.NodeGroup) (int64, int64) {
+	minN := ng.MinNodeCount
+	if minN < 1 {
+		if v, ok := l.Int("min_node_count"); ok {
+			minN = v
+		}
+	}
+	maxN := deref(ng.MaxNodeCount)
+	if maxN == 0 {
+		if v, ok := l.Int("max_node_count"); ok {
+			maxN = v
+		} else {
+			maxN = max(ng.NodeCount, minN+1)
+		}
+	}
+	return minN, maxN
+}
+
+// desiredCluster builds the topology Cluster of a Magnum cluster.
+func desiredCluster(s spec) (*clusterv1.Cluster, error) {
+	c, t, l := s.Cluster, s.Template, s.Labels
+	if t == nil {
+		t = &objects.ClusterTemplate{}
+	}
+	var master *objects.NodeGroup
+	var workers []*objects.NodeGroup
+	for _, ng := range s.NodeGroups {
+		if ng.Status == objects.DeleteInProgress || ng.Status == objects.DeleteComplete {
+			continue
+		}
+		if ng.Role == objects.RoleMaster {
+			master = ng
+		} else {
+			workers = append(workers, ng)
+		}
+	}
+	if master == nil {
+		return nil, invalid("Cluster %s has no master nodegroup.", deref(c.UUID))
+	}
+	if master.NodeCount < 1 || master.NodeCount%2 == 0 {
+		return nil, invalid("master_count must be odd and at least 1, got %d.", master.NodeCount)
+	}
+	image := firstNonEmpty(master.ImageID, t.ImageID)
+	if image == "" {
+		return nil, invalid("The cluster template has no image_id.")
+	}
+	cpFlavor := firstNonEmpty(master.FlavorID, c.MasterFlavorID, t.MasterFlavorID)
+	flavor := firstNonEmpty(c.FlavorID, t.FlavorID)
+	if cpFlavor == "" || flavor == "" {
+		return nil, invalid("Both master_flavor_id and flavor_id are required.")
+	}
+	owner := ownerLabels(c)
+	labelsWith := func(extra map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range owner {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+
+	bootSize, _ := l.Int("boot_volume_size")
+	fip := c.FloatingIPEnabled
+	if b, ok := l.Bool("master_lb_floating_ip_enabled"); ok && c.MasterLBEnabled {
+		fip = b
+	}
+	var dns []string
+	for _, d := range strings.Split(deref(t.DNSNameserver), ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			dns = append(dns, d)
+		}
+	}
+	vars := []struct {
+		name string
+		v    any
+	}{
+		{"identityRefName", s.IdentityRef},
+		{"cloudName", "openstack"},
+		{"externalNetworkId", deref(t.ExternalNetworkID)},
+		{"fixedNetworkId", firstNonEmpty(c.FixedNetwork, t.FixedNetwork)},
+		{"fixedSubnetId", firstNonEmpty(c.FixedSubnet, t.FixedSubnet)},
+		{"nodeCidr", l.String("fixed_subnet_cidr")},
+		{"dnsNameservers", dns},
+		{"apiServerLoadBalancer", map[string]any{
+			"enabled": c.MasterLBEnabled, "provider": l.String("octavia_provider"),
+			"allowedCIDRs": l.List("api_master_lb_allowed_cidrs")}},
+		{"apiServerFloatingIP", fip},
+		{"controlPlaneAvailabilityZones", l.List("control_plane_availability_zones")},
+		{"controlPlaneFlavor", cpFlavor},
+		{"flavor", flavor},
+		{"imageID", image},
+		{"sshKeyName", firstNonEmpty(c.Keypair, t.KeypairID)},
+		{"bootVolume", map[string]any{"size": bootSize, "type": l.String("boot_volume_type")}},
+	}
+	var cvars []clusterv1.ClusterVariable
+	for _, v := range vars {
+		cv, err := variable(v.name, v.v)
+		if err != nil {
+			return nil, err
+		}
+		cvars = append(cvars, cv)
+	}
+
+	autoHeal, _ := l.Bool("auto_healing_enabled")
+	var mds []clusterv1.MachineDeploymentTopology
+	seen := map[string]bool{}
+	for _, ng := range workers {
+		name := mdNameFor(ng)
+		if seen[name] {
+			return nil, invalid("Nodegroup names %q collide once sanitised.", ng.Name)
+		}
+		seen[name] = true
+		md := clusterv1.MachineDeploymentTopology{
+			Class: workerClass,
+			Name:  name,
+			Metadata: clusterv1.ObjectMeta{Labels: labelsWith(map[string]string{
+				LabelNodeGroupUUID: ng.UUID, LabelRole: objects.RoleWorker})},
+			FailureDomain: firstNonEmpty(ptr(ng.Labels["availability_zone"]), ptr(l.String("availability_zone"))),
+			HealthCheck:   clusterv1.MachineDeploymentTopologyHealthCheck{Enabled: ptr(autoHeal)},
+		}
+		if isAutoscaled(l, ng) {
+			minN, maxN := autoscalerRange(l, ng)
+			md.Metadata.Annotations = map[string]string{
+				clusterv1.AutoscalerMinSizeAnnotation: strconv.FormatInt(minN, 10),
+				clusterv1.AutoscalerMaxSizeAnnotation: strconv.FormatInt(maxN, 10),
+			}
+		} else {
+			md.Replicas = ptr(int32(ng.NodeCount))
+		}
+		if s.MaxBatchSize > 0 {
+			md.Rollout.Strategy = clusterv1.MachineDeploymentTopologyRolloutStrategy{
+				Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
+				RollingUpdate: clusterv1.MachineDeploymentTopologyRolloutStrategyRollingUpdate{
+					MaxSurge: ptr(intstr.FromInt32(int32(s.MaxBatchSize))), MaxUnavailable: ptr(intstr.FromInt32(0)),
+				},
+			}
+		}
+		for _, o := range []struct{ name, v string }{
+			{"flavor", firstNonEmpty(ng.FlavorID)}, {"imageID", firstNonEmpty(ng.ImageID)},
+		} {
+			if o.v != "" {
+				cv, err := variable(o.name, o.v)
+				if err != nil {
+					return nil, err
+				}
+				md.Variables.Overrides = append(md.Variables.Overrides, cv)
+			}
+		}
+		mds = append(mds, md)
+	}
+
+	cl := &clusterv1.Cluster{
+		TypeMeta: metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace, Labels: labelsWith(nil), Annotations: s.Annotations,
+		},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{
+				Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{l.String("calico_ipv4pool")}},
+				Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{l.String("service_cluster_ip_range")}},
+				ServiceDomain: l.String("dns_cluster_domain"),
+			},
+			Topology: clusterv1.Topology{
+				ClassRef: clusterv1.ClusterClassRef{Name: className(s.ClassVersion)},
+				Version:  l.String("kube_tag"),
+				ControlPlane: clusterv1.ControlPlaneTopology{
+					Metadata: clusterv1.ObjectMeta{Labels: labelsWith(map[string]string{
+						LabelNodeGroupUUID: master.UUID, LabelRole: objects.RoleMaster})},
+					Replicas: ptr(int32(master.NodeCount)),
+				},
+				Workers:   clusterv1.WorkersTopology{MachineDeployments: mds},
+				Variables: cvars,
+			},
+		},
+	}
+	return cl, nil
+}
+
+// toUnstructured converts a typed object through JSON (honouring omitzero),
+// without status.
+func toUnstructured(obj any) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}

@@ -1,0 +1,219 @@
+package capi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// Resources the driver writes or watches (storage version v1beta2 only).
+var (
+	gvrCluster      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	gvrClusterClass = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
+	gvrMD           = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
+	gvrMachine      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+	gvrKCP          = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
+	gvrOSC          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
+	gvrOSM          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
+)
+
+// resourceFor maps the kinds of the ClusterClass bundle to resources.
+func resourceFor(apiVersion, kind string) (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	plural := map[string]string{
+		"ClusterClass": "clusterclasses", "Cluster": "clusters",
+		"OpenStackClusterTemplate": "openstackclustertemplates", "OpenStackMachineTemplate": "openstackmachinetemplates",
+		"KubeadmControlPlaneTemplate": "kubeadmcontrolplanetemplates", "KubeadmConfigTemplate": "kubeadmconfigtemplates",
+	}[kind]
+	if plural == "" {
+		return schema.GroupVersionResource{}, fmt.Errorf("capi: no resource known for kind %s", kind)
+	}
+	return gv.WithResource(plural), nil
+}
+
+const byClusterIndex = "capi-cluster"
+
+// clusterKey is the index key namespace/capi-cluster-name.
+func clusterKey(ns, name string) string { return ns + "/" + name }
+
+func indexByClusterLabel(obj any) ([]string, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if n := o.GetLabels()[clusterv1.ClusterNameLabel]; n != "" {
+		return []string{clusterKey(o.GetNamespace(), n)}, nil
+	}
+	return nil, nil
+}
+
+// typed converts the informer's unstructured objects into typed ones once,
+// at ingest, and drops managedFields; the cache then serves typed objects.
+func typed[T any](into func() T) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil // tombstones and already-converted objects
+		}
+		u.SetManagedFields(nil)
+		out := into()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, fmt.Errorf("capi: decode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+		return out, nil
+	}
+}
+
+func stripManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// stateCache is the set of shared informers the driver reads from.
+type stateCache struct {
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	infraFac dynamicinformer.DynamicSharedInformerFactory
+
+	clusters, deployments, machines, controlPlanes, infraClusters, infraMachines toolscache.SharedIndexInformer
+}
+
+// newStateCache builds the informers: CAPI objects filtered by the magnum
+// cluster label (propagated through the topology metadata), CAPO objects by
+// the CAPI cluster-name label.
+func newStateCache(client dynamic.Interface, resync time.Duration) (*stateCache, error) {
+	own := func(o *metav1.ListOptions) { o.LabelSelector = LabelClusterUUID }
+	capiOwned := func(o *metav1.ListOptions) { o.LabelSelector = clusterv1.ClusterNameLabel }
+	c := &stateCache{
+		factory:  dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll, own),
+		infraFac: dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll, capiOwned),
+	}
+	idx := toolscache.Indexers{byClusterIndex: indexByClusterLabel}
+	c.clusters = c.factory.ForResource(gvrCluster).Informer()
+	c.deployments = c.factory.ForResource(gvrMD).Informer()
+	c.machines = c.factory.ForResource(gvrMachine).Informer()
+	c.controlPlanes = c.factory.ForResource(gvrKCP).Informer()
+	c.infraClusters = c.infraFac.ForResource(gvrOSC).Informer()
+	c.infraMachines = c.infraFac.ForResource(gvrOSM).Informer()
+	steps := []struct {
+		inf toolscache.SharedIndexInformer
+		tf  toolscache.TransformFunc
+	}{
+		{c.clusters, typed(func() *clusterv1.Cluster { return &clusterv1.Cluster{} })},
+		{c.deployments, typed(func() *clusterv1.MachineDeployment { return &clusterv1.MachineDeployment{} })},
+		{c.machines, typed(func() *clusterv1.Machine { return &clusterv1.Machine{} })},
+		{c.controlPlanes, typedControlPlane},
+		{c.infraClusters, stripManagedFields},
+		{c.infraMachines, stripManagedFields},
+	}
+	for _, s := range steps {
+		if err := s.inf.SetTransform(s.tf); err != nil {
+			return nil, err
+		}
+		if s.inf != c.clusters {
+			if err := s.inf.AddIndexers(idx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// typedControlPlane projects a KubeadmControlPlane into controlPlane.
+func typedControlPlane(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	cp := &controlPlane{}
+	if err := json.Unmarshal(b, cp); err != nil {
+		return nil, fmt.Errorf("capi: decode KubeadmControlPlane %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return cp, nil
+}
+
+// GetObjectKind lets the cache treat controlPlane as a runtime.Object.
+func (c *controlPlane) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject returns a copy (the cache never mutates it).
+func (c *controlPlane) DeepCopyObject() runtime.Object {
+	out := *c
+	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+func (c *stateCache) start(ctx context.Context) {
+	c.factory.Start(ctx.Done())
+	c.infraFac.Start(ctx.Done())
+}
+
+func (c *stateCache) waitForSync(ctx context.Context) error {
+	for _, inf := range []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines} {
+		if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			return fmt.Errorf("capi: informer caches did not sync: %w", context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// observe gathers what the cache knows about the CAPI cluster ns/name.
+// It never calls the API server and tolerates any missing piece.
+func (c *stateCache) observe(ns, name string) observation {
+	key := clusterKey(ns, name)
+	obs := observation{Deployments: map[string]*clusterv1.MachineDeployment{}}
+	if o, ok, _ := c.clusters.GetIndexer().GetByKey(key); ok {
+		obs.Cluster, _ = o.(*clusterv1.Cluster)
+	}
+	if objs, _ := c.deployments.GetIndexer().ByIndex(byClusterIndex, key); len(objs) > 0 {
+		for _, o := range objs {
+			if md, ok := o.(*clusterv1.MachineDeployment); ok {
+				if n := md.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel]; n != "" {
+					obs.Deployments[n] = md
+				}
+			}
+		}
+	}
+	for _, o := range byIndex(c.machines, key) {
+		if m, ok := o.(*clusterv1.Machine); ok {
+			obs.Machines = append(obs.Machines, m)
+		}
+	}
+	for _, o := range byIndex(c.controlPlanes, key) {
+		if cp, ok := o.(*controlPlane); ok && cp.DeletionTimestamp == nil || obs.ControlPlane == nil {
+			obs.ControlPlane, _ = o.(*controlPlane)
+		}
+	}
+	for _, o := range byIndex(c.infraClusters, key) {
+		obs.InfraCluster, _ = o.(*unstructured.Unstructured)
+	}
+	for _, o := range byIndex(c.infraMachines, key) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			obs.InfraMachines = append(obs.InfraMachines, u)
+		}
+	}
+	return obs
+}
+
+func byIndex(inf toolscache.SharedIndexInformer, key string) []any {
+	objs, _ := inf.GetIndexer().ByIndex(byClusterIndex, key)
+	return objs
+}

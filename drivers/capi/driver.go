@@ -1,0 +1,812 @@
+package capi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/drivers"
+)
+
+// Deps are the driver's collaborators.
+type Deps struct {
+	Dynamic     dynamic.Interface
+	Core        Core
+	Certs       CertSource
+	Credentials CredentialIssuer
+	Store       Store
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// Driver is the Cluster API driver.
+type Driver struct {
+	opts  Options
+	deps  Deps
+	log   *slog.Logger
+	cache *stateCache
+	now   func() time.Time
+
+	startOnce sync.Once
+	startErr  error
+}
+
+var (
+	_ drivers.Driver                = (*Driver)(nil)
+	_ drivers.MonitorProvider       = (*Driver)(nil)
+	_ drivers.CredentialRotator     = (*Driver)(nil)
+	_ drivers.CARotator             = (*Driver)(nil)
+	_ drivers.MasterResizeValidator = (*Driver)(nil)
+)
+
+// RESTConfig loads the management cluster configuration: the kubeconfig at
+// opts.Kubeconfig, or in-cluster when it is empty.
+func RESTConfig(opts Options) (*rest.Config, error) {
+	if opts.Kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("capi: in-cluster config: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: opts.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("capi: kubeconfig %s: %w", opts.Kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// NewForConfig builds the dynamic and core clients from cfg and calls New.
+func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds CredentialIssuer, store Store, log *slog.Logger) (*Driver, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(opts, Deps{Dynamic: dyn, Core: NewCore(cs), Certs: certs, Credentials: creds, Store: store}, log)
+}
+
+// New returns the driver. Call Start before serving requests.
+func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Dynamic == nil || deps.Core == nil || deps.Certs == nil || deps.Credentials == nil || deps.Store == nil {
+		return nil, errors.New("capi: Dynamic, Core, Certs, Credentials and Store are required")
+	}
+	if log == nil {
+		return nil, errors.New("capi: a logger is required")
+	}
+	opts = opts.withDefaults()
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{opts: opts, deps: deps, log: log.With("driver", DriverName), cache: c, now: now}, nil
+}
+
+// Start checks that the management cluster serves cluster.x-k8s.io/v1beta2,
+// starts the informers (they stop with ctx) and waits for them to sync.
+func (d *Driver) Start(ctx context.Context) error {
+	d.startOnce.Do(func() {
+		if _, err := d.deps.Dynamic.Resource(gvrCluster).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			d.startErr = fmt.Errorf("capi: the management cluster does not serve %s: %w", gvrCluster.GroupVersion(), err)
+			return
+		}
+		d.cache.start(ctx)
+		d.startErr = d.cache.waitForSync(ctx)
+	})
+	return d.startErr
+}
+
+// Name implements drivers.Driver.
+func (d *Driver) Name() string { return DriverName }
+
+// Provides implements drivers.Driver.
+func (d *Driver) Provides() []drivers.Key {
+	var keys []drivers.Key
+	for _, os := range d.opts.OSDistros {
+		keys = append(keys, drivers.Key{ServerType: "vm", OS: os, COE: "kubernetes"})
+	}
+	return keys
+}
+
+func (d *Driver) logAttrs(ctx context.Context, c *objects.Cluster) []any {
+	return append(request.From(ctx).LogAttrs(), "cluster_uuid", deref(c.UUID))
+}
+
+// ref is a CAPI cluster's namespace and name, from stack_id.
+type ref struct{ Namespace, Name string }
+
+func (r ref) String() string { return r.Namespace + "/" + r.Name }
+
+func refOf(c *objects.Cluster) (ref, bool) {
+	ns, name, ok := strings.Cut(deref(c.StackID), "/")
+	if !ok || ns == "" || name == "" {
+		return ref{}, false
+	}
+	return ref{ns, name}, true
+}
+
+func (d *Driver) template(ctx context.Context, c *objects.Cluster) (*objects.ClusterTemplate, error) {
+	if c.ClusterTemplate != nil {
+		return c.ClusterTemplate, nil
+	}
+	t, err := d.deps.Store.GetClusterTemplateByUUID(ctx, deref(c.ClusterTemplateID))
+	if err != nil {
+		return nil, fmt.Errorf("capi: cluster template %s: %w", deref(c.ClusterTemplateID), err)
+	}
+	return t, nil
+}
+
+// nodeGroups lists the cluster's nodegroups, with the given ones (fresher,
+// in-flight) replacing their stored copies.
+func (d *Driver) nodeGroups(ctx context.Context, c *objects.Cluster, override ...*objects.NodeGroup) ([]*objects.NodeGroup, error) {
+	ngs, err := d.deps.Store.ListClusterNodeGroups(ctx, deref(c.UUID))
+	if err != nil {
+		return nil, fmt.Errorf("capi: nodegroups of %s: %w", deref(c.UUID), err)
+	}
+	for _, o := range override {
+		if o == nil {
+			continue
+		}
+		i := slices.IndexFunc(ngs, func(n *objects.NodeGroup) bool { return n.UUID == o.UUID })
+		if i >= 0 {
+			ngs[i] = o
+		} else {
+			ngs = append(ngs, o)
+		}
+	}
+	return ngs, nil
+}
+
+func mergedLabels(c *objects.Cluster, t *objects.ClusterTemplate) map[string]string {
+	out := map[string]string{}
+	if t != nil {
+		for k, v := range t.Labels {
+			out[k] = v
+		}
+	}
+	for k, v := range c.Labels {
+		out[k] = v
+	}
+	return out
+}
+
+func credentialSecretName(name string) string { return name + "-cloud-credentials" }
+
+// cachedCluster returns the CAPI Cluster from the cache (nil if absent).
+func (d *Driver) cachedCluster(r ref) *clusterv1.Cluster {
+	o, ok, _ := d.cache.clusters.GetIndexer().GetByKey(clusterKey(r.Namespace, r.Name))
+	if !ok {
+		return nil
+	}
+	cl, _ := o.(*clusterv1.Cluster)
+	return cl
+}
+
+// liveCluster reads the Cluster from the API server (for writes that must
+// not act on a stale cache).
+func (d *Driver) liveCluster(ctx context.Context, r ref) (*clusterv1.Cluster, error) {
+	u, err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cl := &clusterv1.Cluster{}
+	if err := fromUnstructured(u.Object, cl); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+func variableString(cl *clusterv1.Cluster, name string) string {
+	if cl == nil {
+		return ""
+	}
+	for _, v := range cl.Spec.Topology.Variables {
+		if v.Name == name {
+			var s string
+			_ = jsonUnmarshal(v.Value.Raw, &s)
+			return s
+		}
+	}
+	return ""
+}
+
+// applyOptions carries what an operation changes beyond the Magnum objects.
+type applyOptions struct {
+	classVersion string
+	identityRef  string
+	annotations  map[string]string
+	maxBatchSize int
+}
+
+// apply builds the desired Cluster and writes it with server-side apply.
+// Fields of the existing Cluster the driver does not decide (class version,
+// credential Secret, annotations, rollout batch) are carried over.
+func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, ngs []*objects.NodeGroup, r ref, current *clusterv1.Cluster, ao applyOptions) (*clusterv1.Cluster, error) {
+	labels, err := d.opts.Labels.Parse(mergedLabels(c, t))
+	if err != nil {
+		return nil, err
+	}
+	ann := map[string]string{}
+	if current != nil {
+		for _, k := range []string{annotationTemplateID, annotationPreviousTemplateID, annotationCreateDeadline, annotationMaxBatch} {
+			if v := current.Annotations[k]; v != "" {
+				ann[k] = v
+			}
+		}
+		if ao.classVersion == "" {
+			ao.classVersion = strings.TrimPrefix(current.Spec.Topology.ClassRef.Name, "magnum-")
+		}
+		if ao.identityRef == "" {
+			ao.identityRef = variableString(current, "identityRefName")
+		}
+	}
+	for k, v := range ao.annotations {
+		ann[k] = v
+	}
+	if ao.maxBatchSize == 0 {
+		fmt.Sscan(ann[annotationMaxBatch], &ao.maxBatchSize)
+	}
+	if ao.classVersion == "" {
+		ao.classVersion = d.opts.ClusterClassVersion
+	}
+	if ao.identityRef == "" {
+		ao.identityRef = credentialSecretName(r.Name)
+	}
+	ann[annotationTemplateID] = firstNonEmpty(c.ClusterTemplateID)
+	want, err := desiredCluster(spec{
+		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
+		ClassVersion: ao.classVersion, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
+	})
+	if err != nil {
+		return nil, err
+	}
+	u, err := toUnstructured(want)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Apply(ctx, r.Name, u,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return nil, fmt.Errorf("capi: apply Cluster %s: %w", r, err)
+	}
+	return want, nil
+}
+
+const annotationMaxBatch = "magnum.openstack.org/max-batch-size"
+
+// applyClass applies a ClusterClass bundle into ns.
+func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
+	objs, err := classBundle(version)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		o.SetNamespace(ns)
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l["magnum.openstack.org/class-version"] = version
+		o.SetLabels(l)
+		gvr, err := resourceFor(o.GetAPIVersion(), o.GetKind())
+		if err != nil {
+			return err
+		}
+		if _, err := d.deps.Dynamic.Resource(gvr).Namespace(ns).Apply(ctx, o.GetName(), o,
+			metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("capi: apply %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// CreateCluster implements drivers.Driver: namespace, ClusterClass, cloud
+// credentials, CA Secrets, then the topology Cluster. stack_id is set to
+// <namespace>/<name> first.
+func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTimeout int) error {
+	t, err := d.template(ctx, c)
+	if err != nil {
+		return err
+	}
+	if _, err := d.opts.Labels.Parse(mergedLabels(c, t)); err != nil {
+		return err
+	}
+	ngs, err := d.nodeGroups(ctx, c)
+	if err != nil {
+		return err
+	}
+	r := ref{Namespace: namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID)), Name: capiNameFor(c)}
+	if existing, ok := refOf(c); ok {
+		r = existing // a retried create keeps its name
+	}
+	// Validate the whole topology before the first write.
+	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t))
+	if _, err := desiredCluster(spec{Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace,
+		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, IdentityRef: "x"}); err != nil {
+		return err
+	}
+	c.StackID = ptr(r.String())
+	timeout := d.opts.CreateTimeout
+	if createTimeout > 0 {
+		timeout = time.Duration(createTimeout) * time.Minute
+	} else if n := deref(c.CreateTimeout); n > 0 {
+		timeout = time.Duration(n) * time.Minute
+	}
+	log := d.log.With(d.logAttrs(ctx, c)...)
+	log.Info("creating CAPI cluster", "capi_cluster", r.String(), "class", className(d.opts.ClusterClassVersion))
+
+	owner := ownerLabels(c)
+	if err := d.deps.Core.EnsureNamespace(ctx, r.Namespace, map[string]string{LabelProjectID: owner[LabelProjectID]}); err != nil {
+		return err
+	}
+	if err := d.applyClass(ctx, r.Namespace, d.opts.ClusterClassVersion); err != nil {
+		return err
+	}
+	cred, err := d.deps.Credentials.Issue(ctx, c)
+	if err != nil {
+		return fmt.Errorf("capi: issue cloud credential: %w", err)
+	}
+	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, credentialSecretName(r.Name), cred)); err != nil {
+		return err
+	}
+	for _, kind := range []CAKind{CAKubernetes, CAEtcd, CAFrontProxy} {
+		certPEM, keyPEM, err := d.deps.Certs.CAKeyPair(ctx, c, kind)
+		if err != nil {
+			return fmt.Errorf("capi: %s CA of cluster: %w", kind, err)
+		}
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-" + string(kind), Namespace: r.Namespace,
+				Labels: mapWith(owner, map[string]string{clusterv1.ClusterNameLabel: r.Name, LabelSecretKind: "ca-" + string(kind)})},
+			Type: clusterv1.ClusterSecretType,
+			Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+		}
+		if err := d.deps.Core.ApplySecret(ctx, s); err != nil {
+			return err
+		}
+	}
+	deadline := d.now().Add(timeout).UTC().Format(time.RFC3339)
+	if _, err := d.apply(ctx, c, t, ngs, r, nil, applyOptions{
+		classVersion: d.opts.ClusterClassVersion,
+		annotations:  map[string]string{annotationCreateDeadline: deadline},
+	}); err != nil {
+		return err
+	}
+	log.Info("CAPI cluster applied", "capi_cluster", r.String(), "create_deadline", deadline)
+	return nil
+}
+
+func mapWith(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// credentialSecret renders the CAPO identity Secret (clouds.yaml, cloud
+// "openstack", application credential).
+func (d *Driver) credentialSecret(c *objects.Cluster, r ref, name string, cred Credential) *corev1.Secret {
+	var b strings.Builder
+	b.WriteString("clouds:\n  openstack:\n    auth:\n")
+	fmt.Fprintf(&b, "      auth_url: %q\n      application_credential_id: %q\n      application_credential_secret: %q\n",
+		cred.AuthURL, cred.ID, cred.Secret)
+	fmt.Fprintf(&b, "    auth_type: v3applicationcredential\n    interface: %q\n    identity_api_version: 3\n", d.opts.CloudInterface)
+	if d.opts.CloudRegion != "" {
+		fmt.Fprintf(&b, "    region_name: %q\n", d.opts.CloudRegion)
+	}
+	data := map[string][]byte{"clouds.yaml": []byte(b.String())}
+	if d.opts.CloudCACert != "" {
+		data["cacert"] = []byte(d.opts.CloudCACert)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
+			Labels:      mapWith(ownerLabels(c), map[string]string{clusterv1.ClusterNameLabel: r.Name, LabelSecretKind: "cloud-credentials"}),
+			Annotations: map[string]string{annotationCredentialID: cred.ID}},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+}
+
+// UpdateCluster implements drivers.Driver: re-apply the desired topology
+// (Magnum's update_cluster only carries node_count changes, which resize
+// covers).
+func (d *Driver) UpdateCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ bool) error {
+	return d.reapply(ctx, c, nil, applyOptions{})
+}
+
+func (d *Driver) reapply(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, ao applyOptions) error {
+	r, ok := refOf(c)
+	if !ok {
+		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
+	}
+	t, err := d.template(ctx, c)
+	if err != nil {
+		return err
+	}
+	if ngs == nil {
+		if ngs, err = d.nodeGroups(ctx, c); err != nil {
+			return err
+		}
+	}
+	current, err := d.liveCluster(ctx, r)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("capi: Cluster %s does not exist", r)
+		}
+		return err
+	}
+	_, err = d.apply(ctx, c, t, ngs, r, current, ao)
+	return err
+}
+
+// DeleteCluster implements drivers.Driver: delete the Cluster (foreground);
+// UpdateClusterStatus waits for it to go, then removes the labelled Secrets
+// and the credential.
+func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
+	r, ok := refOf(c)
+	if !ok {
+		d.log.Info("cluster has no CAPI cluster to delete", d.logAttrs(ctx, c)...)
+		return nil
+	}
+	fg := metav1.DeletePropagationForeground
+	err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("capi: delete Cluster %s: %w", r, err)
+	}
+	d.log.Info("CAPI cluster deletion requested", append(d.logAttrs(ctx, c), "capi_cluster", r.String())...)
+	return nil
+}
+
+// cleanup removes what the driver created beside the Cluster: the labelled
+// Secrets and the cloud credentials they name.
+func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) error {
+	secrets, err := d.deps.Core.ListSecrets(ctx, ns, LabelClusterUUID+"="+deref(c.UUID))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range secrets {
+		if id := s.Annotations[annotationCredentialID]; id != "" {
+			if err := d.deps.Credentials.Revoke(ctx, c, id); err != nil {
+				errs = append(errs, fmt.Errorf("revoke credential %s: %w", id, err))
+				continue
+			}
+		}
+		if err := d.deps.Core.DeleteSecret(ctx, ns, s.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UpdateClusterStatus implements drivers.Driver from the informer cache
+// (capi-driver.md §5.2). It makes no API request except the one-time
+// clean-up once a deleted Cluster is gone.
+func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+	now := d.now()
+	r, ok := refOf(c)
+	var obs observation
+	if ok {
+		obs = d.cache.observe(r.Namespace, r.Name)
+	} else {
+		obs = observation{Deployments: map[string]*clusterv1.MachineDeployment{}}
+	}
+	createDeadline := d.createDeadline(c, obs.Cluster)
+	var deleteDeadline time.Time
+	if obs.Cluster != nil && obs.Cluster.DeletionTimestamp != nil {
+		deleteDeadline = obs.Cluster.DeletionTimestamp.Add(d.opts.DeleteTimeout)
+	}
+	labels, _ := d.opts.Labels.Parse(c.Labels) // already validated at create; defaults on error
+
+	var masterAddrs, nodeAddrs []string
+	for _, ng := range ngs {
+		var res ngResult
+		var addrs []string
+		if ng.Role == objects.RoleMaster {
+			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, now, createDeadlineFor(ng, createDeadline))
+			for _, m := range obs.Machines {
+				if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
+					if a := machineAddress(m); a != "" {
+						addrs = append(addrs, a)
+					}
+				}
+			}
+			masterAddrs = append(masterAddrs, addrs...)
+		} else {
+			mdName := mdNameFor(ng)
+			md := obs.Deployments[mdName]
+			machines := 0
+			for _, m := range obs.Machines {
+				if m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName {
+					machines++
+					if a := machineAddress(m); a != "" {
+						addrs = append(addrs, a)
+					}
+				}
+			}
+			auto := isAutoscaled(labels, ng)
+			res = mapWorkerNodeGroup(ng, md, machines, auto, now, createDeadlineFor(ng, createDeadline))
+			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
+				ng.NodeCount = int64(*md.Spec.Replicas)
+			}
+			nodeAddrs = append(nodeAddrs, addrs...)
+		}
+		slices.Sort(addrs)
+		if obs.Cluster != nil && !slices.Equal(addrs, ng.NodeAddresses) && (len(addrs) > 0 || ng.NodeAddresses != nil) {
+			ng.NodeAddresses = addrs
+		}
+		if res.Status != ng.Status {
+			d.log.Info("nodegroup status changed", append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "from", ng.Status, "to", res.Status)...)
+			ng.Status = res.Status
+		}
+		setReason(&ng.StatusReason, res.Reason)
+	}
+
+	res := mapClusterStatus(c.Status, obs, ngs, now, createDeadline, deleteDeadline)
+	if res.Gone && ok {
+		if err := d.cleanup(ctx, c, r.Namespace); err != nil {
+			setReason(&c.StatusReason, "Cluster deleted; clean-up pending: "+err.Error())
+			return nil // stay DELETE_IN_PROGRESS and retry on the next sync
+		}
+	}
+	if res.Status == objects.UpdateFailed && obs.Cluster != nil {
+		prev := obs.Cluster.Annotations[annotationPreviousTemplateID]
+		if prev != "" && obs.Cluster.Annotations[annotationTemplateID] == deref(c.ClusterTemplateID) && prev != deref(c.ClusterTemplateID) {
+			res.Reason += "; cluster_template_id rolled back to " + prev
+			c.ClusterTemplateID = ptr(prev)
+		}
+	}
+	if res.Status != c.Status {
+		d.log.Info("cluster status changed", append(d.logAttrs(ctx, c), "from", c.Status, "to", res.Status, "reason", res.Reason)...)
+		c.Status = res.Status
+	}
+	if strings.HasSuffix(c.Status, "_IN_PROGRESS") || strings.HasSuffix(c.Status, "_FAILED") || res.Status != "" {
+		if c.Status != res.Status || strings.HasSuffix(res.Status, "_IN_PROGRESS") || strings.HasSuffix(res.Status, "_FAILED") || strings.HasSuffix(res.Status, "_COMPLETE") {
+			setReason(&c.StatusReason, res.Reason)
+		}
+	}
+	if obs.Cluster != nil {
+		if ep := obs.Cluster.Spec.ControlPlaneEndpoint; ep.Host != "" {
+			port := ep.Port
+			if port == 0 {
+				port = 6443
+			}
+			c.APIAddress = ptr(fmt.Sprintf("https://%s:%d", ep.Host, port))
+		}
+		if v := coeVersion(obs); v != "" {
+			c.CoeVersion = ptr(v)
+		}
+	}
+	return nil
+}
+
+func createDeadlineFor(ng *objects.NodeGroup, clusterDeadline time.Time) time.Time {
+	if ng.Status == objects.CreateInProgress {
+		return clusterDeadline
+	}
+	return time.Time{}
+}
+
+func setReason(p **string, reason string) {
+	if reason == "" {
+		if *p != nil {
+			*p = nil
+		}
+		return
+	}
+	if deref(*p) != reason {
+		*p = ptr(reason)
+	}
+}
+
+// createDeadline comes from the annotation written at create, else from
+// created_at + create_timeout.
+func (d *Driver) createDeadline(c *objects.Cluster, cl *clusterv1.Cluster) time.Time {
+	if cl != nil {
+		if t, err := time.Parse(time.RFC3339, cl.Annotations[annotationCreateDeadline]); err == nil {
+			return t
+		}
+	}
+	if c.CreatedAt == nil {
+		return time.Time{}
+	}
+	timeout := d.opts.CreateTimeout
+	if n := deref(c.CreateTimeout); n > 0 {
+		timeout = time.Duration(n) * time.Minute
+	}
+	return c.CreatedAt.Add(timeout)
+}
+
+// ValidateMasterResize implements drivers.MasterResizeValidator: the
+// control plane keeps an odd member count for etcd quorum.
+func (d *Driver) ValidateMasterResize(nodeCount int) error {
+	if nodeCount < 1 || nodeCount%2 == 0 {
+		return invalid("Master node count must be odd and at least 1, got %d.", nodeCount)
+	}
+	return nil
+}
+
+// ResizeCluster implements drivers.Driver. Machines named in nodesToRemove
+// (server UUID, Machine name or node name) get the delete-machine
+// annotation, then the replicas are lowered in the same call, so CAPI
+// removes exactly those machines.
+func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, nodeCount int, nodesToRemove []string, ng *objects.NodeGroup) error {
+	if ng == nil {
+		return invalid("A nodegroup is required to resize.")
+	}
+	if ng.Role == objects.RoleMaster {
+		if err := d.ValidateMasterResize(nodeCount); err != nil {
+			return err
+		}
+	}
+	r, ok := refOf(c)
+	if !ok {
+		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
+	}
+	// Resolve every node before the first write.
+	var victims []string
+	if len(nodesToRemove) > 0 {
+		obs := d.cache.observe(r.Namespace, r.Name)
+		mdName := mdNameFor(ng)
+		var missing []string
+		for _, want := range nodesToRemove {
+			found := ""
+			for _, m := range obs.Machines {
+				inNG := m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName
+				if ng.Role == objects.RoleMaster {
+					_, inNG = m.Labels[clusterv1.MachineControlPlaneLabel]
+				}
+				if !inNG {
+					continue
+				}
+				if m.Name == want || m.Status.NodeRef.Name == want ||
+					(m.Spec.ProviderID != "" && strings.HasSuffix(m.Spec.ProviderID, "/"+want)) {
+					found = m.Name
+					break
+				}
+			}
+			if found == "" {
+				missing = append(missing, want)
+			} else {
+				victims = append(victims, found)
+			}
+		}
+		if len(missing) > 0 {
+			return invalid("Nodes %s are not in nodegroup %s.", strings.Join(missing, ", "), ng.Name)
+		}
+		if len(victims) > int(ng.NodeCount)-nodeCount && int(ng.NodeCount) > nodeCount {
+			return invalid("%d nodes to remove but the nodegroup only shrinks by %d.", len(victims), int(ng.NodeCount)-nodeCount)
+		}
+	}
+	for _, name := range victims {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"yes"}}}`, clusterv1.DeleteMachineAnnotation)
+		if _, err := d.deps.Dynamic.Resource(gvrMachine).Namespace(r.Namespace).Patch(ctx, name, types.MergePatchType,
+			[]byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return fmt.Errorf("capi: mark Machine %s/%s for deletion: %w", r.Namespace, name, err)
+		}
+	}
+	prevCount := ng.NodeCount
+	ng.NodeCount = int64(nodeCount)
+	ngs, err := d.nodeGroups(ctx, c, ng)
+	if err != nil {
+		ng.NodeCount = prevCount
+		return err
+	}
+	labels, _ := d.opts.Labels.Parse(c.Labels)
+	if ng.Role != objects.RoleMaster && isAutoscaled(labels, ng) {
+		if err := d.setAutoscaledReplicas(ctx, r, ng, nodeCount); err != nil {
+			ng.NodeCount = prevCount
+			return err
+		}
+	}
+	if err := d.reapply(ctx, c, ngs, applyOptions{}); err != nil {
+		ng.NodeCount = prevCount
+		return err
+	}
+	ng.Status = objects.UpdateInProgress
+	d.log.Info("cluster resized", append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "node_count", nodeCount, "nodes_removed", len(victims))...)
+	return nil
+}
+
+// setAutoscaledReplicas writes replicas of an autoscaled MachineDeployment
+// topology once, as an update by a separate manager: the driver's apply
+// never owns the field, so the autoscaler keeps control afterwards.
+func (d *Driver) setAutoscaledReplicas(ctx context.Context, r ref, ng *objects.NodeGroup, n int) error {
+	cl, err := d.liveCluster(ctx, r)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(cl.Spec.Topology.Workers.MachineDeployments, func(md clusterv1.MachineDeploymentTopology) bool {
+		return md.Name == mdNameFor(ng)
+	})
+	if i < 0 {
+		return nil // not applied yet: the apply creates it without replicas
+	}
+	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/topology/workers/machineDeployments/%d/name","value":%q},`+
+		`{"op":"add","path":"/spec/topology/workers/machineDeployments/%d/replicas","value":%d}]`, i, mdNameFor(ng), i, n)
+	_, err = d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Patch(ctx, r.Name, types.JSONPatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: FieldManager + "-resize"})
+	return err
+}
+
+// CreateNodeGroup implements drivers.Driver: a new MachineDeployment in the
+// topology.
+func (d *Driver) CreateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	if ng.Role == objects.RoleMaster {
+		return exception.New("CreateMasterNodeGroup", nil)
+	}
+	ngs, err := d.nodeGroups(ctx, c, ng)
+	if err != nil {
+		return err
+	}
+	return d.reapply(ctx, c, ngs, applyOptions{})
+}
+
+// UpdateNodeGroup implements drivers.Driver.
+func (d *Driver) UpdateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	ngs, err := d.nodeGroups(ctx, c, ng)
+	if err != nil {
+		return err
+	}
+	return d.reapply(ctx, c, ngs, applyOptions{})
+}
+
+// DeleteNodeGroup implements drivers.Driver: the MachineDeployment leaves
+// the topology; the status sync reports DELETE_COMPLETE once its Machines
+// are gone.
+func (d *Driver) DeleteNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	if ng.Role == objects.RoleMaster {
+		return exception.New("DeletingDefaultNGNotSupported", nil)
+	}
+	ngs, err := d.nodeGroups(ctx, c)
+	if err != nil {
+		return err
+	}
+	ngs = slices.DeleteFunc(ngs, func(n *objects.NodeGroup) bool { return n.UUID == ng.UUID })
+	if err := d.reapply(ctx, c, ngs, applyOptions{}); err != nil {
+		return err
+	}
+	ng.Status = objects.DeleteInProgress
+	return nil
+}
+
+// RotateCACertificate implements drivers.CARotator: Cluster API cannot
+// roll out new cluster CAs (cluster-api#7721).
+func (d *Driver) RotateCACertificate(context.Context, *objects.Cluster) error {
+	return exception.WithMessage("NotSupported",
+		"Rotating the cluster CA is not supported by the Cluster API driver: Cluster API cannot roll out new cluster CAs.",
+		map[string]any{"operation": "rotate_ca_certificate"})
+}

@@ -1,0 +1,203 @@
+package capi
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+)
+
+// LabelType is the type of a label value.
+type LabelType string
+
+// Label types.
+const (
+	LabelString  LabelType = "string"  // restricted to [A-Za-z0-9._:/@-]
+	LabelInt     LabelType = "int"     // base 10, within [Min, Max]
+	LabelBool    LabelType = "bool"    // true/false (Python's "True"/"False" accepted)
+	LabelVersion LabelType = "version" // Kubernetes version vMAJOR.MINOR.PATCH
+	LabelCIDR    LabelType = "cidr"    // an IP prefix
+	LabelCIDRs   LabelType = "cidrs"   // comma-separated IP prefixes
+	LabelList    LabelType = "list"    // comma-separated strings (LabelString rules)
+	LabelEnum    LabelType = "enum"    // one of Enum
+)
+
+// LabelSpec declares one label the driver reads.
+type LabelSpec struct {
+	Name    string
+	Type    LabelType
+	Default string // applied when the label is absent; "" means no value
+	Enum    []string
+	Min     *int64
+	Max     *int64
+	Help    string
+}
+
+// LabelSchema is the set of labels the driver understands. Labels not in
+// the schema are ignored and never reach a template.
+type LabelSchema []LabelSpec
+
+func i64(v int64) *int64 { return &v }
+
+// DefaultLabelSchema returns the labels the driver understands by default.
+func DefaultLabelSchema() LabelSchema {
+	return LabelSchema{
+		{Name: "kube_tag", Type: LabelVersion, Default: "v1.33.4", Help: "Kubernetes version"},
+		{Name: "availability_zone", Type: LabelString, Help: "Nova AZ of worker nodes"},
+		{Name: "control_plane_availability_zones", Type: LabelList, Help: "failure domains of the control plane"},
+		{Name: "boot_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(16384), Help: "root volume GiB; 0 boots from the image"},
+		{Name: "boot_volume_type", Type: LabelString, Help: "Cinder volume type of the root volume"},
+		{Name: "etcd_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(1024)},
+		{Name: "fixed_subnet_cidr", Type: LabelCIDR, Default: "10.0.0.0/24"},
+		{Name: "calico_ipv4pool", Type: LabelCIDR, Default: "10.100.0.0/16"},
+		{Name: "service_cluster_ip_range", Type: LabelCIDR, Default: "10.254.0.0/16"},
+		{Name: "dns_cluster_domain", Type: LabelString, Default: "cluster.local"},
+		{Name: "network_driver", Type: LabelEnum, Enum: []string{"calico", "cilium"}, Default: "calico"},
+		{Name: "octavia_provider", Type: LabelEnum, Enum: []string{"amphora", "ovn"}, Default: "amphora"},
+		{Name: "master_lb_floating_ip_enabled", Type: LabelBool},
+		{Name: "api_master_lb_allowed_cidrs", Type: LabelCIDRs},
+		{Name: "auto_healing_enabled", Type: LabelBool, Default: "true"},
+		{Name: "auto_scaling_enabled", Type: LabelBool, Default: "false"},
+		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000)},
+		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000)},
+	}
+}
+
+var (
+	labelNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	labelStringRE = regexp.MustCompile(`^[A-Za-z0-9._:/@-]*$`)
+	versionRE     = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)$`)
+)
+
+func (s LabelSchema) validateSchema() error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, l := range s {
+		if !labelNameRE.MatchString(l.Name) {
+			errs = append(errs, fmt.Errorf("capi: label schema: bad label name %q", l.Name))
+		}
+		if seen[l.Name] {
+			errs = append(errs, fmt.Errorf("capi: label schema: %q declared twice", l.Name))
+		}
+		seen[l.Name] = true
+		if l.Default != "" {
+			if _, err := l.parse(l.Default); err != nil {
+				errs = append(errs, fmt.Errorf("capi: label schema: default of %q: %w", l.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l LabelSpec) parse(v string) (any, error) {
+	switch l.Type {
+	case LabelString:
+		if !labelStringRE.MatchString(v) || len(v) > 255 {
+			return nil, errors.New("must match [A-Za-z0-9._:/@-]{0,255}")
+		}
+		return v, nil
+	case LabelInt:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, errors.New("must be an integer")
+		}
+		if l.Min != nil && n < *l.Min || l.Max != nil && n > *l.Max {
+			return nil, fmt.Errorf("must be between %s and %s", bound(l.Min, "-inf"), bound(l.Max, "inf"))
+		}
+		return n, nil
+	case LabelBool:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return nil, errors.New("must be true or false")
+	case LabelVersion:
+		if !versionRE.MatchString(v) {
+			return nil, errors.New("must be a Kubernetes version like v1.33.4")
+		}
+		return v, nil
+	case LabelCIDR:
+		p, err := netip.ParsePrefix(strings.TrimSpace(v))
+		if err != nil {
+			return nil, errors.New("must be a CIDR like 10.0.0.0/24")
+		}
+		return p.Masked().String(), nil
+	case LabelCIDRs, LabelList:
+		var out []string
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			sub := LabelSpec{Type: LabelString}
+			if l.Type == LabelCIDRs {
+				sub.Type = LabelCIDR
+			}
+			p, err := sub.parse(item)
+			if err != nil {
+				return nil, fmt.Errorf("item %q: %w", item, err)
+			}
+			out = append(out, p.(string))
+		}
+		return out, nil
+	case LabelEnum:
+		if !slices.Contains(l.Enum, v) {
+			return nil, fmt.Errorf("must be one of %s", strings.Join(l.Enum, ", "))
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("unknown label type %q", l.Type)
+}
+
+func bound(p *int64, inf string) string {
+	if p == nil {
+		return inf
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+// Labels holds parsed label values, defaults applied.
+type Labels struct {
+	values map[string]any
+}
+
+// Parse checks labels against the schema. The first invalid label yields
+// InvalidParameterValue naming the label, the value and the rule.
+func (s LabelSchema) Parse(labels map[string]string) (Labels, error) {
+	out := Labels{values: map[string]any{}}
+	for _, l := range s {
+		raw, ok := labels[l.Name]
+		if !ok || raw == "" {
+			raw = l.Default
+		}
+		if raw == "" {
+			continue
+		}
+		v, err := l.parse(raw)
+		if err != nil {
+			return Labels{}, exception.New("InvalidParameterValue", map[string]any{
+				"err": fmt.Sprintf("Invalid value %q for label %s: %v.", raw, l.Name, err)})
+		}
+		out.values[l.Name] = v
+	}
+	return out, nil
+}
+
+// String returns a string label ("" when unset).
+func (l Labels) String(name string) string { s, _ := l.values[name].(string); return s }
+
+// Int returns an integer label and whether it is set.
+func (l Labels) Int(name string) (int64, bool) { n, ok := l.values[name].(int64); return n, ok }
+
+// Bool returns a boolean label and whether it is set.
+func (l Labels) Bool(name string) (bool, bool) { b, ok := l.values[name].(bool); return b, ok }
+
+// List returns a list label.
+func (l Labels) List(name string) []string { s, _ := l.values[name].([]string); return s }

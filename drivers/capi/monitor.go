@@ -1,0 +1,101 @@
+package capi
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
+)
+
+// Monitor implements drivers.MonitorProvider: health as the management
+// cluster sees it, read from the informer cache (no API requests, no
+// connection to the workload cluster).
+func (d *Driver) Monitor(_ context.Context, c *objects.Cluster) (drivers.Monitor, error) {
+	r, ok := refOf(c)
+	if !ok {
+		return nil, nil
+	}
+	return monitor{d: d, r: r}, nil
+}
+
+type monitor struct {
+	d *Driver
+	r ref
+}
+
+// PollHealth implements drivers.Monitor.
+func (m monitor) PollHealth(ctx context.Context) (drivers.Health, error) {
+	if err := ctx.Err(); err != nil {
+		return drivers.Health{}, err
+	}
+	return healthOf(m.d.cache.observe(m.r.Namespace, m.r.Name)), nil
+}
+
+func conditionHealth(conds []metav1.Condition, t string) (bool, string) {
+	c := cond(conds, t)
+	if c == nil {
+		return false, t + " not reported"
+	}
+	if c.Status == metav1.ConditionTrue {
+		return true, "ok"
+	}
+	return false, describe(c)
+}
+
+// healthOf is HEALTHY iff the Cluster is Available, its API server answers
+// the management cluster's probe, the control plane is available and every
+// MachineDeployment is available. The reason names each component.
+func healthOf(obs observation) drivers.Health {
+	cl := obs.Cluster
+	if cl == nil {
+		return drivers.Health{Status: objects.Unknown, Reason: map[string]string{"api": "Cluster not found"}}
+	}
+	if cl.DeletionTimestamp != nil {
+		return drivers.Health{Status: objects.Unknown, Reason: map[string]string{"api": "Cluster is being deleted"}}
+	}
+	reason := map[string]string{}
+	healthy := true
+	check := func(key string, ok bool, msg string) {
+		reason[key] = msg
+		healthy = healthy && ok
+	}
+	ok, msg := conditionHealth(cl.Status.Conditions, clusterv1.AvailableCondition)
+	check("cluster", ok, msg)
+	ok, msg = conditionHealth(cl.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition)
+	check("api", ok, msg)
+	if obs.ControlPlane != nil {
+		ok, msg = conditionHealth(obs.ControlPlane.Status.Conditions, clusterv1.AvailableCondition)
+	} else {
+		ok, msg = conditionHealth(cl.Status.Conditions, clusterv1.ClusterControlPlaneAvailableCondition)
+	}
+	check("controlplane", ok, msg)
+	names := make([]string, 0, len(obs.Deployments))
+	for n := range obs.Deployments {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		md := obs.Deployments[n]
+		ok, msg := conditionHealth(md.Status.Conditions, clusterv1.AvailableCondition)
+		if ok && md.Spec.Replicas != nil && i32(md.Status.AvailableReplicas) < *md.Spec.Replicas {
+			ok, msg = false, fmt.Sprintf("%d/%d machines available", max(i32(md.Status.AvailableReplicas), 0), *md.Spec.Replicas)
+		}
+		check(n, ok, msg)
+	}
+	for _, m := range obs.Machines {
+		if c := cond(m.Status.Conditions, clusterv1.MachineNodeHealthyCondition); c != nil && c.Status == metav1.ConditionFalse {
+			reason[m.Name+".node"] = describe(c)
+			healthy = false
+		}
+	}
+	status := objects.Healthy
+	if !healthy {
+		status = objects.Unhealthy
+	}
+	return drivers.Health{Status: status, Reason: reason}
+}

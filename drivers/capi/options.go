@@ -1,0 +1,101 @@
+// Package capi is the bundled Cluster API driver: it turns Magnum clusters
+// into Cluster API v1beta2 topology Clusters (ClusterClass based) on a
+// management cluster, with the OpenStack infrastructure provider (CAPO).
+//
+// The driver writes with server-side apply (field manager magnum-conductor),
+// keeps one namespace per project, labels everything it writes with
+// magnum.openstack.org/* and reads state from shared informers, so status
+// syncs and health polls cost no API requests.
+package capi
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// FieldManager is the server-side apply field manager of every write.
+const FieldManager = "magnum-conductor"
+
+// DriverName is the entry-point name of the driver (a template's `driver`).
+const DriverName = "k8s_capi_v1"
+
+// Options configure the driver. The zero value of each field means its
+// default (see Defaults).
+type Options struct {
+	// Kubeconfig is the management cluster kubeconfig path. Empty means
+	// in-cluster configuration.
+	Kubeconfig string
+	// Context selects a kubeconfig context ("" is the current one).
+	Context string
+	// NamespacePrefix prefixes the per-project namespace
+	// (<prefix>-<project id>). Default "magnum".
+	NamespacePrefix string
+	// ClusterClassVersion selects the embedded ClusterClass version applied
+	// to new clusters (see ClassVersions). Default: the newest.
+	ClusterClassVersion string
+	// CreateTimeout is used when a cluster has no create_timeout. Default 60 m.
+	CreateTimeout time.Duration
+	// DeleteTimeout bounds how long deletion waits for the Cluster to go
+	// before DELETE_FAILED. Default 30 m.
+	DeleteTimeout time.Duration
+	// ResyncPeriod of the shared informers. Default 10 m.
+	ResyncPeriod time.Duration
+	// Labels is the typed label schema; nil means DefaultLabelSchema().
+	Labels LabelSchema
+	// CloudRegion, CloudInterface and CloudCACert go into the clouds.yaml of
+	// the cloud-credentials Secret.
+	CloudRegion    string
+	CloudInterface string
+	CloudCACert    string
+	// Provides overrides the (server_type, os) pairs served; default
+	// vm/ubuntu, vm/flatcar, vm/rockylinux.
+	OSDistros []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.NamespacePrefix == "" {
+		o.NamespacePrefix = "magnum"
+	}
+	if o.ClusterClassVersion == "" {
+		o.ClusterClassVersion = LatestClassVersion
+	}
+	if o.CreateTimeout == 0 {
+		o.CreateTimeout = 60 * time.Minute
+	}
+	if o.DeleteTimeout == 0 {
+		o.DeleteTimeout = 30 * time.Minute
+	}
+	if o.ResyncPeriod == 0 {
+		o.ResyncPeriod = 10 * time.Minute
+	}
+	if o.Labels == nil {
+		o.Labels = DefaultLabelSchema()
+	}
+	if o.CloudInterface == "" {
+		o.CloudInterface = "public"
+	}
+	if len(o.OSDistros) == 0 {
+		o.OSDistros = []string{"ubuntu", "flatcar", "rockylinux"}
+	}
+	return o
+}
+
+// Validate reports every configuration error at once.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	if !isDNSLabel(o.NamespacePrefix) || len(o.NamespacePrefix) > 20 {
+		errs = append(errs, fmt.Errorf("capi: namespace prefix %q must be a DNS label of at most 20 characters", o.NamespacePrefix))
+	}
+	if _, err := classBundle(o.ClusterClassVersion); err != nil {
+		errs = append(errs, err)
+	}
+	if o.CreateTimeout < 0 || o.DeleteTimeout < 0 || o.ResyncPeriod < 0 {
+		errs = append(errs, errors.New("capi: timeouts must not be negative"))
+	}
+	if err := o.Labels.validateSchema(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

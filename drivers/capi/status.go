@@ -1,0 +1,527 @@
+package capi
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+// controlPlane is the part of a KubeadmControlPlane the driver reads. The
+// typed KCP package would pull in the kubeadm bootstrap types, so the cache
+// keeps this projection instead.
+type controlPlane struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Replicas *int32 `json:"replicas,omitempty"`
+		Version  string `json:"version,omitempty"`
+	} `json:"spec"`
+	Status struct {
+		Conditions         []metav1.Condition        `json:"conditions,omitempty"`
+		Replicas           *int32                    `json:"replicas,omitempty"`
+		ReadyReplicas      *int32                    `json:"readyReplicas,omitempty"`
+		AvailableReplicas  *int32                    `json:"availableReplicas,omitempty"`
+		UpToDateReplicas   *int32                    `json:"upToDateReplicas,omitempty"`
+		Version            string                    `json:"version,omitempty"`
+		ObservedGeneration int64                     `json:"observedGeneration,omitempty"`
+		Versions           []clusterv1.StatusVersion `json:"versions,omitempty"`
+	} `json:"status"`
+}
+
+// observation is everything the cache holds about one CAPI cluster.
+type observation struct {
+	Cluster       *clusterv1.Cluster // nil: not found
+	ControlPlane  *controlPlane
+	Deployments   map[string]*clusterv1.MachineDeployment // by topology deployment name
+	Machines      []*clusterv1.Machine
+	InfraCluster  *unstructured.Unstructured
+	InfraMachines []*unstructured.Unstructured
+}
+
+// statusResult is the outcome of mapping one cluster.
+type statusResult struct {
+	Status string // new cluster status ("" never)
+	Reason string // new status_reason ("" clears it)
+	// Gone is true when a deleting cluster's CAPI Cluster is gone: the
+	// caller cleans up before reporting DELETE_COMPLETE.
+	Gone bool
+}
+
+// Messages used in status_reason.
+const (
+	reasonWaitingForCluster = "waiting for Cluster"
+	reasonWaitingObserve    = "waiting for CAPI to observe the change"
+)
+
+func cond(conds []metav1.Condition, t string) *metav1.Condition {
+	return meta.FindStatusCondition(conds, t)
+}
+
+func isTrue(conds []metav1.Condition, t string) bool {
+	c := cond(conds, t)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// isFalse is true only for an explicit False (Unknown or missing is not).
+func isFalse(conds []metav1.Condition, t string) bool {
+	c := cond(conds, t)
+	return c != nil && c.Status == metav1.ConditionFalse
+}
+
+// fresh reports whether condition t reflects generation gen.
+func fresh(conds []metav1.Condition, t string, statusObserved, gen int64) bool {
+	c := cond(conds, t)
+	if c == nil {
+		return false
+	}
+	if c.ObservedGeneration != 0 {
+		return c.ObservedGeneration >= gen
+	}
+	return statusObserved >= gen
+}
+
+func describe(c *metav1.Condition) string {
+	if c == nil {
+		return ""
+	}
+	s := c.Type + " " + string(c.Status)
+	if c.Reason != "" {
+		s += " (" + c.Reason + ")"
+	}
+	if m := strings.TrimSpace(c.Message); m != "" {
+		s += ": " + m
+	}
+	return s
+}
+
+// deepestNotReady names the first False/Unknown condition along the
+// creation path, with its message.
+func deepestNotReady(cl *clusterv1.Cluster) string {
+	for _, t := range []string{
+		clusterv1.InfrastructureReadyCondition,
+		clusterv1.ClusterControlPlaneInitializedCondition,
+		clusterv1.ClusterControlPlaneAvailableCondition,
+		clusterv1.ClusterWorkersAvailableCondition,
+		clusterv1.AvailableCondition,
+	} {
+		c := cond(cl.Status.Conditions, t)
+		if c == nil {
+			return t + " not reported yet"
+		}
+		if c.Status != metav1.ConditionTrue {
+			return describe(c)
+		}
+	}
+	for _, t := range []string{clusterv1.RollingOutCondition, clusterv1.ScalingUpCondition, clusterv1.ScalingDownCondition} {
+		if isTrue(cl.Status.Conditions, t) {
+			return describe(cond(cl.Status.Conditions, t))
+		}
+	}
+	return ""
+}
+
+// unstructuredConditions reads status.conditions of an infrastructure
+// object (CAPO types are not vendored).
+func unstructuredConditions(u *unstructured.Unstructured) []metav1.Condition {
+	if u == nil {
+		return nil
+	}
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	out := make([]metav1.Condition, 0, len(raw))
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		c := metav1.Condition{}
+		c.Type, _ = m["type"].(string)
+		s, _ := m["status"].(string)
+		c.Status = metav1.ConditionStatus(s)
+		c.Reason, _ = m["reason"].(string)
+		c.Message, _ = m["message"].(string)
+		out = append(out, c)
+	}
+	return out
+}
+
+// worstInfraMessage is the first False condition with a message on the
+// OpenStackCluster, then on the OpenStackMachines (sorted by name): this is
+// where Nova and Neutron errors such as quota exhaustion surface.
+func worstInfraMessage(obs observation) (string, *metav1.Condition) {
+	objs := []*unstructured.Unstructured{}
+	if obs.InfraCluster != nil {
+		objs = append(objs, obs.InfraCluster)
+	}
+	ms := slices.Clone(obs.InfraMachines)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].GetName() < ms[j].GetName() })
+	objs = append(objs, ms...)
+	for _, o := range objs {
+		for _, c := range unstructuredConditions(o) {
+			if c.Status == metav1.ConditionFalse && strings.TrimSpace(c.Message) != "" && c.Type != clusterv1.DeletingCondition {
+				return fmt.Sprintf("%s %s: %s", o.GetKind(), o.GetName(), describe(&c)), &c
+			}
+		}
+	}
+	return "", nil
+}
+
+// nonRetryable matches infrastructure failures CAPO will not fix by retrying.
+var nonRetryable = regexp.MustCompile(`(?i)(invalid|not found|could not be found|forbidden|unauthorized|no such)`)
+
+func isTerminal(c *metav1.Condition) bool {
+	if c == nil {
+		return false
+	}
+	if c.Reason == "InstanceStateError" {
+		return true
+	}
+	return strings.HasSuffix(c.Reason, "CreateFailed") && nonRetryable.MatchString(c.Message)
+}
+
+func joinReason(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, "; ")
+}
+
+func allComplete(ngs []*objects.NodeGroup) bool {
+	for _, ng := range ngs {
+		if !strings.HasSuffix(ng.Status, "_COMPLETE") {
+			return false
+		}
+	}
+	return true
+}
+
+func settled(conds []metav1.Condition) bool {
+	return !isTrue(conds, clusterv1.RollingOutCondition) && !isTrue(conds, clusterv1.ScalingUpCondition) &&
+		!isTrue(conds, clusterv1.ScalingDownCondition)
+}
+
+// mapClusterStatus is capi-driver.md §5.2 for the cluster row. ngs are the
+// nodegroups after mapNodeGroupStatus. createDeadline and deleteDeadline are
+// zero when unknown.
+func mapClusterStatus(current string, obs observation, ngs []*objects.NodeGroup, now, createDeadline, deleteDeadline time.Time) statusResult {
+	cl := obs.Cluster
+	switch current {
+	case objects.CreateInProgress:
+		timedOut := !createDeadline.IsZero() && now.After(createDeadline)
+		if cl == nil {
+			if timedOut {
+				return statusResult{Status: objects.CreateFailed, Reason: "timed out: " + reasonWaitingForCluster}
+			}
+			return statusResult{Status: current, Reason: reasonWaitingForCluster}
+		}
+		gen := cl.Generation
+		if isTrue(cl.Status.Conditions, clusterv1.AvailableCondition) &&
+			fresh(cl.Status.Conditions, clusterv1.AvailableCondition, cl.Status.ObservedGeneration, gen) &&
+			settled(cl.Status.Conditions) && allComplete(ngs) {
+			return statusResult{Status: objects.CreateComplete}
+		}
+		infraMsg, infraCond := worstInfraMessage(obs)
+		reason := joinReason(deepestNotReady(cl), infraMsg)
+		if reason == "" {
+			reason = "waiting for nodegroups: " + pendingNodeGroups(ngs)
+		}
+		if isTerminal(infraCond) {
+			return statusResult{Status: objects.CreateFailed, Reason: reason}
+		}
+		if timedOut {
+			return statusResult{Status: objects.CreateFailed, Reason: "timed out: " + reason}
+		}
+		return statusResult{Status: current, Reason: reason}
+
+	case objects.UpdateInProgress, objects.RollbackInProgress:
+		complete, failed := objects.UpdateComplete, objects.UpdateFailed
+		if current == objects.RollbackInProgress {
+			complete, failed = objects.RollbackComplete, objects.RollbackFailed
+		}
+		if cl == nil {
+			return statusResult{Status: failed, Reason: "the Cluster API Cluster does not exist"}
+		}
+		gen := cl.Generation
+		if cl.Status.ObservedGeneration < gen {
+			return statusResult{Status: current, Reason: reasonWaitingObserve}
+		}
+		topo := cond(cl.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition)
+		if topo != nil && topo.Status == metav1.ConditionFalse && topo.Reason == clusterv1.ClusterTopologyReconciledFailedReason {
+			return statusResult{Status: failed, Reason: describe(topo)}
+		}
+		if isTrue(cl.Status.Conditions, clusterv1.AvailableCondition) &&
+			fresh(cl.Status.Conditions, clusterv1.AvailableCondition, cl.Status.ObservedGeneration, gen) &&
+			isFalse(cl.Status.Conditions, clusterv1.RollingOutCondition) &&
+			isFalse(cl.Status.Conditions, clusterv1.ScalingUpCondition) &&
+			isFalse(cl.Status.Conditions, clusterv1.ScalingDownCondition) &&
+			topo != nil && topo.Status == metav1.ConditionTrue && allComplete(ngs) {
+			return statusResult{Status: complete}
+		}
+		infraMsg, _ := worstInfraMessage(obs)
+		var topoMsg string
+		if topo != nil && topo.Status != metav1.ConditionTrue {
+			topoMsg = describe(topo)
+		}
+		reason := joinReason(topoMsg, deepestNotReady(cl), infraMsg)
+		if reason == "" {
+			if p := pendingNodeGroups(ngs); p != "" {
+				reason = "waiting for nodegroups: " + p
+			} else {
+				reason = "waiting for RollingOut, ScalingUp and ScalingDown to be False"
+			}
+		}
+		return statusResult{Status: current, Reason: reason}
+
+	case objects.DeleteInProgress:
+		if cl == nil {
+			return statusResult{Status: objects.DeleteComplete, Gone: true}
+		}
+		reason := "deleting"
+		if c := cond(cl.Status.Conditions, clusterv1.DeletingCondition); c != nil && c.Status == metav1.ConditionTrue {
+			reason = describe(c)
+		} else if cl.DeletionTimestamp == nil {
+			reason = "waiting for the Cluster deletion to start"
+		}
+		if !deleteDeadline.IsZero() && now.After(deleteDeadline) {
+			return statusResult{Status: objects.DeleteFailed, Reason: "timed out: " + reason}
+		}
+		return statusResult{Status: current, Reason: reason}
+	}
+	// Other states are not the sync's business: the caller leaves them.
+	return statusResult{Status: current}
+}
+
+func pendingNodeGroups(ngs []*objects.NodeGroup) string {
+	var out []string
+	for _, ng := range ngs {
+		if !strings.HasSuffix(ng.Status, "_COMPLETE") {
+			s := ng.Name + " " + ng.Status
+			if r := deref(ng.StatusReason); r != "" {
+				s += " (" + r + ")"
+			}
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func i32(p *int32) int32 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// ngResult is the outcome of mapping one nodegroup.
+type ngResult struct {
+	Status string
+	Reason string
+}
+
+func completeOf(s string) string {
+	switch s {
+	case objects.CreateInProgress:
+		return objects.CreateComplete
+	case objects.UpdateInProgress:
+		return objects.UpdateComplete
+	case objects.RollbackInProgress:
+		return objects.RollbackComplete
+	}
+	return s
+}
+
+func failedOf(s string) string {
+	switch s {
+	case objects.CreateInProgress:
+		return objects.CreateFailed
+	case objects.UpdateInProgress:
+		return objects.UpdateFailed
+	case objects.DeleteInProgress:
+		return objects.DeleteFailed
+	case objects.RollbackInProgress:
+		return objects.RollbackFailed
+	}
+	return s
+}
+
+// mapWorkerNodeGroup maps a worker nodegroup from its MachineDeployment
+// (nil when absent) and the number of Machines still carrying its label.
+func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, machines int, autoscaled bool, now, deadline time.Time) ngResult {
+	cur := ng.Status
+	timedOut := !deadline.IsZero() && now.After(deadline)
+	if cur == objects.DeleteInProgress {
+		if md == nil && machines == 0 {
+			return ngResult{Status: objects.DeleteComplete}
+		}
+		reason := fmt.Sprintf("waiting for %d machines to be deleted", machines)
+		if timedOut {
+			return ngResult{Status: objects.DeleteFailed, Reason: "timed out: " + reason}
+		}
+		return ngResult{Status: cur, Reason: reason}
+	}
+	if !strings.HasSuffix(cur, "_IN_PROGRESS") {
+		return ngResult{Status: cur, Reason: deref(ng.StatusReason)}
+	}
+	if md == nil {
+		if timedOut {
+			return ngResult{Status: failedOf(cur), Reason: "timed out waiting for the MachineDeployment"}
+		}
+		return ngResult{Status: cur, Reason: "waiting for the MachineDeployment"}
+	}
+	if md.Status.Phase == string(clusterv1.MachineDeploymentPhaseFailed) {
+		return ngResult{Status: failedOf(cur), Reason: "MachineDeployment failed: " + mdNotReady(md)}
+	}
+	conds := md.Status.Conditions
+	counts := false
+	want := i32(md.Spec.Replicas)
+	if autoscaled {
+		min, max := autoscalerBounds(md)
+		ready := i32(md.Status.AvailableReplicas)
+		counts = ready >= min && (max < 0 || ready <= max) && i32(md.Status.UpToDateReplicas) == ready
+	} else {
+		counts = want >= 0 && want == i32(md.Status.UpToDateReplicas) && want == i32(md.Status.AvailableReplicas)
+	}
+	if md.Status.ObservedGeneration >= md.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
+		isFalse(conds, clusterv1.RollingOutCondition) && isFalse(conds, clusterv1.ScalingUpCondition) &&
+		isFalse(conds, clusterv1.ScalingDownCondition) && counts {
+		return ngResult{Status: completeOf(cur)}
+	}
+	reason := mdNotReady(md)
+	if timedOut {
+		return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+	}
+	return ngResult{Status: cur, Reason: reason}
+}
+
+func mdNotReady(md *clusterv1.MachineDeployment) string {
+	if md.Status.ObservedGeneration < md.Generation {
+		return reasonWaitingObserve
+	}
+	for _, t := range []string{clusterv1.AvailableCondition, clusterv1.RollingOutCondition, clusterv1.ScalingUpCondition, clusterv1.ScalingDownCondition} {
+		c := cond(md.Status.Conditions, t)
+		bad := c == nil || (t == clusterv1.AvailableCondition) != (c.Status == metav1.ConditionTrue)
+		if bad {
+			if c == nil {
+				return t + " not reported yet"
+			}
+			return describe(c)
+		}
+	}
+	return fmt.Sprintf("%d/%d machines up to date and available", max(i32(md.Status.AvailableReplicas), 0), max(i32(md.Spec.Replicas), 0))
+}
+
+func autoscalerBounds(md *clusterv1.MachineDeployment) (int32, int32) {
+	min, max := int32(0), int32(-1)
+	fmt.Sscan(md.Annotations[clusterv1.AutoscalerMinSizeAnnotation], &min)
+	fmt.Sscan(md.Annotations[clusterv1.AutoscalerMaxSizeAnnotation], &max)
+	return min, max
+}
+
+// mapControlPlaneNodeGroup maps the master nodegroup from the control plane.
+func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, now, deadline time.Time) ngResult {
+	cur := ng.Status
+	if !strings.HasSuffix(cur, "_IN_PROGRESS") || cur == objects.DeleteInProgress {
+		if cur == objects.DeleteInProgress && cp == nil {
+			return ngResult{Status: objects.DeleteComplete}
+		}
+		return ngResult{Status: cur, Reason: deref(ng.StatusReason)}
+	}
+	timedOut := !deadline.IsZero() && now.After(deadline)
+	if cp == nil {
+		if timedOut {
+			return ngResult{Status: failedOf(cur), Reason: "timed out waiting for the control plane"}
+		}
+		return ngResult{Status: cur, Reason: "waiting for the control plane"}
+	}
+	conds := cp.Status.Conditions
+	want := i32(cp.Spec.Replicas)
+	if cp.Status.ObservedGeneration >= cp.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
+		settled(conds) && want >= 0 && want == i32(cp.Status.UpToDateReplicas) && want == i32(cp.Status.ReadyReplicas) {
+		return ngResult{Status: completeOf(cur)}
+	}
+	reason := fmt.Sprintf("%d/%d control plane machines up to date and ready", max(i32(cp.Status.ReadyReplicas), 0), max(want, 0))
+	for _, t := range []string{clusterv1.AvailableCondition, clusterv1.RollingOutCondition, clusterv1.ScalingUpCondition, clusterv1.ScalingDownCondition} {
+		c := cond(conds, t)
+		if c != nil && (t == clusterv1.AvailableCondition) != (c.Status == metav1.ConditionTrue) {
+			reason = describe(c)
+			break
+		}
+	}
+	if timedOut {
+		return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+	}
+	return ngResult{Status: cur, Reason: reason}
+}
+
+// machineAddress picks the address Magnum shows for a node: the external
+// IP when there is one, else the internal IP.
+func machineAddress(m *clusterv1.Machine) string {
+	var internal string
+	for _, a := range m.Status.Addresses {
+		switch a.Type {
+		case clusterv1.MachineExternalIP:
+			return a.Address
+		case clusterv1.MachineInternalIP:
+			if internal == "" {
+				internal = a.Address
+			}
+		}
+	}
+	return internal
+}
+
+// coeVersion is the lowest version the control plane reports, else the
+// topology version.
+func coeVersion(obs observation) string {
+	var vs []string
+	if obs.Cluster != nil && obs.Cluster.Status.ControlPlane != nil {
+		for _, v := range obs.Cluster.Status.ControlPlane.Versions {
+			vs = append(vs, v.Version)
+		}
+	}
+	if len(vs) == 0 && obs.ControlPlane != nil && obs.ControlPlane.Status.Version != "" {
+		vs = append(vs, obs.ControlPlane.Status.Version)
+	}
+	if len(vs) == 0 {
+		if obs.Cluster == nil {
+			return ""
+		}
+		return obs.Cluster.Spec.Topology.Version
+	}
+	slices.SortFunc(vs, compareVersions)
+	return vs[0]
+}
+
+// parseVersion splits vMAJOR.MINOR.PATCH (ok false otherwise).
+func parseVersion(v string) (maj, min, patch int, ok bool) {
+	m := versionRE.FindStringSubmatch(v)
+	if m == nil {
+		return 0, 0, 0, false
+	}
+	fmt.Sscan(m[1], &maj)
+	fmt.Sscan(m[2], &min)
+	fmt.Sscan(m[3], &patch)
+	return maj, min, patch, true
+}
+
+func compareVersions(a, b string) int {
+	a1, a2, a3, _ := parseVersion(a)
+	b1, b2, b3, _ := parseVersion(b)
+	for _, d := range []int{a1 - b1, a2 - b2, a3 - b3} {
+		if d != 0 {
+			return d
+		}
+	}
+	return strings.Compare(a, b)
+}

@@ -1,0 +1,152 @@
+package capi
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
+)
+
+func notSupported(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return exception.WithMessage("NotSupported", "%(reason)s", map[string]any{"operation": "upgrade_cluster", "reason": msg})
+}
+
+// checkUpgrade refuses downgrades, major changes and minor-version skips
+// (which CAPI's webhook would reject after the write, wedging the cluster).
+func checkUpgrade(from, to string) error {
+	fMaj, fMin, _, ok1 := parseVersion(from)
+	tMaj, tMin, _, ok2 := parseVersion(to)
+	switch {
+	case !ok1 || !ok2:
+		return notSupported("Cannot upgrade from %q to %q: versions must look like v1.33.4.", from, to)
+	case compareVersions(to, from) < 0:
+		return notSupported("Downgrading Kubernetes from %s to %s is not supported.", from, to)
+	case tMaj != fMaj:
+		return notSupported("Upgrading Kubernetes across major versions (%s to %s) is not supported.", from, to)
+	case tMin > fMin+1:
+		return notSupported("Upgrading Kubernetes from %s to %s skips a minor version; upgrade one minor version at a time.", from, to)
+	}
+	return nil
+}
+
+// UpgradeCluster implements drivers.Driver. Every check runs before the
+// first write and answers NotSupported, which the conductor re-raises with
+// the cluster status unchanged. The whole cluster moves at once (class,
+// version, image); max_batch_size bounds the surge of each
+// MachineDeployment. The previous template id is recorded on the Cluster
+// and restored when the write fails (and by the status sync when CAPI
+// rejects the change).
+func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup, _ drivers.ScaleManager, _ bool) error {
+	if t == nil {
+		return notSupported("Upgrading needs a cluster template.")
+	}
+	r, ok := refOf(c)
+	if !ok {
+		return notSupported("Cluster %s has no Cluster API cluster to upgrade.", deref(c.UUID))
+	}
+	if maxBatchSize < 0 {
+		return notSupported("max_batch_size must be positive, got %d.", maxBatchSize)
+	}
+	current, err := d.liveCluster(ctx, r)
+	if err != nil {
+		return notSupported("Cluster %s cannot be read: %v.", r, err)
+	}
+	if current.DeletionTimestamp != nil {
+		return notSupported("Cluster %s is being deleted.", r)
+	}
+	newLabels := mergedLabels(&objects.Cluster{Labels: c.Labels}, nil)
+	for k, v := range t.Labels {
+		newLabels[k] = v // the new template decides the upgrade-relevant labels
+	}
+	parsed, err := d.opts.Labels.Parse(newLabels)
+	if err != nil {
+		return notSupported("The new cluster template has invalid labels: %v", err)
+	}
+	from, to := current.Spec.Topology.Version, parsed.String("kube_tag")
+	if err := checkUpgrade(from, to); err != nil {
+		return err
+	}
+	ngs, err := d.nodeGroups(ctx, c, ng)
+	if err != nil {
+		return err
+	}
+	// Validate the resulting topology, still without writing.
+	next := *c
+	next.Labels = newLabels
+	next.ClusterTemplateID = t.UUID
+	next.ClusterTemplate = t
+	saved := snapshot(c, ngs)
+	for _, n := range ngs {
+		if t.ImageID != nil {
+			n.ImageID = t.ImageID
+		}
+		n.Version = ptr(to)
+	}
+	if _, err := desiredCluster(spec{Cluster: &next, Template: t, NodeGroups: ngs, Labels: parsed, Namespace: r.Namespace,
+		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, IdentityRef: "x"}); err != nil {
+		saved.restore(c)
+		return notSupported("The new cluster template cannot be applied: %v", err)
+	}
+
+	prevTemplate := deref(c.ClusterTemplateID)
+	c.Labels, c.ClusterTemplateID, c.ClusterTemplate = newLabels, t.UUID, t
+	if err := d.applyClass(ctx, r.Namespace, d.opts.ClusterClassVersion); err != nil {
+		saved.restore(c)
+		return err
+	}
+	if _, err := d.apply(ctx, c, t, ngs, r, current, applyOptions{
+		classVersion: d.opts.ClusterClassVersion,
+		maxBatchSize: maxBatchSize,
+		annotations: map[string]string{
+			annotationPreviousTemplateID: prevTemplate,
+			annotationMaxBatch:           fmt.Sprint(maxBatchSize),
+		},
+	}); err != nil {
+		saved.restore(c)
+		return fmt.Errorf("capi: upgrade to template %s rolled back: %w", deref(t.UUID), err)
+	}
+	for _, n := range ngs {
+		if n.Status != objects.DeleteInProgress {
+			n.Status = objects.UpdateInProgress
+		}
+		if ng != nil && n.UUID == ng.UUID {
+			continue // the caller saves the nodegroup it passed
+		}
+		if err := d.deps.Store.SaveNodeGroup(ctx, n); err != nil {
+			return fmt.Errorf("capi: save nodegroup %s: %w", n.Name, err)
+		}
+	}
+	d.log.Info("cluster upgrade applied", append(d.logAttrs(ctx, c), "from", from, "to", to,
+		"cluster_template_id", deref(t.UUID), "previous_template_id", prevTemplate, "max_batch_size", maxBatchSize)...)
+	return nil
+}
+
+type clusterSnapshot struct {
+	labels   map[string]string
+	template *string
+	tmplObj  *objects.ClusterTemplate
+	ngs      []*objects.NodeGroup
+	ngImages []*string
+	ngVers   []*string
+	ngStatus []string
+}
+
+func snapshot(c *objects.Cluster, ngs []*objects.NodeGroup) clusterSnapshot {
+	s := clusterSnapshot{labels: c.Labels, template: c.ClusterTemplateID, tmplObj: c.ClusterTemplate, ngs: ngs}
+	for _, n := range ngs {
+		s.ngImages = append(s.ngImages, n.ImageID)
+		s.ngVers = append(s.ngVers, n.Version)
+		s.ngStatus = append(s.ngStatus, n.Status)
+	}
+	return s
+}
+
+func (s clusterSnapshot) restore(c *objects.Cluster) {
+	c.Labels, c.ClusterTemplateID, c.ClusterTemplate = s.labels, s.template, s.tmplObj
+	for i, n := range s.ngs {
+		n.ImageID, n.Version, n.Status = s.ngImages[i], s.ngVers[i], s.ngStatus[i]
+	}
+}
