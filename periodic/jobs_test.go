@@ -65,6 +65,7 @@ type env struct {
 	certs    *recCerts
 	sync     *periodic.SyncClusterStatus
 	health   *periodic.SyncClusterHealth
+	deps     periodic.Deps
 }
 
 var t0 = time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
@@ -80,6 +81,7 @@ func newEnv(t *testing.T, extra ...drivers.Driver) *env {
 		ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"}
 	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, e.clock, testLog(t), nil)
 	deps := periodic.Deps{Store: e.store, Drivers: reg, Notifier: e.notifier, Certs: e.certs, Sharder: shard, Log: testLog(t)}
+	e.deps = deps
 	if e.sync, err = periodic.NewSyncClusterStatus(periodic.SyncOptions{}, deps); err != nil {
 		t.Fatal(err)
 	}
