@@ -94,7 +94,19 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 	opts = withDefaults(opts)
 	var dialector gorm.Dialector
 	if u.Dialect == "mysql" {
-		dialector = gormmysql.New(gormmysql.Config{DSN: u.DSN, DefaultStringSize: 255, SkipInitializeWithVersion: true})
+		cfg, err := mysql.ParseDSN(u.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("db: %s: %w", u.Redacted, err)
+		}
+		// The driver's own messages (bad idle connections ...) go to our
+		// logger instead of its package-global one on stderr.
+		cfg.Logger = driverLogger{log}
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("db: %s: %w", u.Redacted, err)
+		}
+		dialector = gormmysql.New(gormmysql.Config{Conn: sql.OpenDB(connector), DefaultStringSize: 255,
+			SkipInitializeWithVersion: true})
 	} else {
 		dialector = sqlite.Open(u.DSN)
 	}
@@ -282,3 +294,11 @@ func (s *Store) wrap(op string, err error) error {
 func (s *Store) ctxDB(ctx context.Context) *gorm.DB { return s.gdb.WithContext(ctx) }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// driverLogger hands go-sql-driver/mysql's messages to slog.
+type driverLogger struct{ log *slog.Logger }
+
+// Print implements mysql.Logger.
+func (l driverLogger) Print(v ...any) {
+	l.log.Warn("mysql driver", "message", strings.TrimSpace(fmt.Sprint(v...)))
+}
