@@ -243,6 +243,36 @@ func (m *Migrator) Upgrade(ctx context.Context, target string) error {
 	return nil
 }
 
+// Stamp records rev ("head" for Head) in alembic_version without running
+// any migration, as `magnum-db-manage stamp` does.
+func (m *Migrator) Stamp(ctx context.Context, rev string) error {
+	if rev == "head" || rev == "heads" {
+		rev = Head
+	}
+	if !slices.Contains(chain, rev) {
+		return fmt.Errorf("migrations: can't stamp unknown revision '%s': %w", rev, ErrUnknownRevision)
+	}
+	if err := m.createVersionTable(ctx); err != nil {
+		return err
+	}
+	tx, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrations: stamp: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM alembic_version"); err != nil {
+		return fmt.Errorf("migrations: stamp: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO alembic_version (version_num) VALUES (?)", rev); err != nil {
+		return fmt.Errorf("migrations: stamp: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrations: stamp: %w", err)
+	}
+	m.log.InfoContext(ctx, "stamped database", "revision", rev)
+	return nil
+}
+
 func (m *Migrator) createVersionTable(ctx context.Context) error {
 	// As alembic creates it: no table options, so the database defaults apply.
 	q := "CREATE TABLE IF NOT EXISTS alembic_version (version_num VARCHAR(32) NOT NULL, " +

@@ -4,6 +4,7 @@
 //
 //	magnum-db-manage --config-file /etc/magnum/magnum.conf upgrade [REVISION]
 //	magnum-db-manage --config-file /etc/magnum/magnum.conf version
+//	magnum-db-manage --config-file /etc/magnum/magnum.conf stamp REVISION
 package main
 
 import (
@@ -84,7 +85,17 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			})
 		},
 	}
-	root.AddCommand(upgrade, version)
+	stamp := &cobra.Command{
+		Use:   "stamp REVISION",
+		Short: "Record REVISION as the database's revision without running migrations",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd, f, func(ctx context.Context, m *migrations.Migrator) error {
+				return m.Stamp(ctx, args[0])
+			})
+		},
+	}
+	root.AddCommand(upgrade, version, stamp)
 	return root
 }
 

@@ -58,6 +58,20 @@ func TestUpgradeAndVersion(t *testing.T) {
 			if _, stderr, err := runCLI(t, "--config-file", conf, "upgrade", "head"); err != nil {
 				t.Fatalf("second upgrade: %v\n%s", err, stderr)
 			}
+			// stamp rewrites the revision only.
+			if _, stderr, err := runCLI(t, "--config-file", conf, "stamp", migrations.RevDropTrust); err != nil {
+				t.Fatalf("stamp: %v\n%s", err, stderr)
+			}
+			out, _, _ = runCLI(t, "--config-file", conf, "version")
+			if out != "Current DB revision is "+migrations.RevDropTrust+"\n" {
+				t.Fatalf("version after stamp = %q", out)
+			}
+			if _, _, err := runCLI(t, "--config-file", conf, "stamp", "nope"); !errors.Is(err, migrations.ErrUnknownRevision) {
+				t.Fatalf("stamp unknown: %v", err)
+			}
+			if _, stderr, err := runCLI(t, "--config-file", conf, "stamp", "head"); err != nil {
+				t.Fatalf("stamp head: %v\n%s", err, stderr)
+			}
 			// An unknown target is refused.
 			_, stderr, err := runCLI(t, "--config-file", conf, "upgrade", "deadbeef0000")
 			if !errors.Is(err, migrations.ErrUnknownRevision) || !strings.Contains(stderr, "deadbeef0000") {
