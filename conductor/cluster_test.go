@@ -573,3 +573,47 @@ func TestFailureLogCarriesRequestIDsAndNoSecrets(t *testing.T) {
 		t.Errorf("secret logged: %s", buf.String())
 	}
 }
+
+func TestDeleteDuringCreateIsNotOverwrittenByCreate(t *testing.T) {
+	e := newEnv(t)
+	e.drv.hang["create_cluster"] = true
+	c := e.newCluster(e.ct)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.h.ClusterCreate(e.ctx, c, 1, 1, nil)
+		done <- err
+	}()
+	<-e.drv.entered // the create is inside the driver
+	if err := e.h.ClusterDelete(e.ctx, *c.UUID); err != nil {
+		t.Fatal(err)
+	}
+	close(e.drv.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.wantStatus(*c.UUID, objects.DeleteInProgress, "")
+	if row := e.cluster(*c.UUID); objects.Deref(row.StackID) != "stack-"+*c.UUID {
+		t.Errorf("the create's driver result was not recorded: stack_id %v", row.StackID)
+	}
+}
+
+type failingNotifier struct{ calls int }
+
+func (f *failingNotifier) Notify(context.Context, string, string, any) error {
+	f.calls++
+	return errors.New("broker down")
+}
+
+func TestNotificationFailureDoesNotFailTheOperation(t *testing.T) {
+	e := newEnv(t)
+	fn := &failingNotifier{}
+	e.h.notify = NewNotifications(fn, e.store, "openstack", discardLog())
+	c := e.seed(e.ct, objects.CreateComplete, 1)
+	if err := e.h.ClusterDelete(e.ctx, *c.UUID); err != nil {
+		t.Fatal(err)
+	}
+	e.wantStatus(*c.UUID, objects.DeleteInProgress, "")
+	if fn.calls != 1 {
+		t.Errorf("notifier called %d times", fn.calls)
+	}
+}
