@@ -94,7 +94,7 @@ func (o *ngOp) fail(ctx context.Context, err error, claimed, failedStatus string
 	return err
 }
 
-// driver loads the cluster's driver and runs one of its nodegroup methods.
+// runDriver loads the cluster's driver and runs one of its nodegroup methods.
 func (o *ngOp) runDriver(ctx context.Context, method string, fn func(ctx context.Context, d drivers.Driver) error) error {
 	d, _, err := o.h.driverFor(ctx, o.c)
 	if err != nil {
