@@ -18,6 +18,7 @@ import (
 	_ "github.com/glebarez/go-sqlite" // registers "sqlite" for database/sql
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
 	"github.com/openstack/magnum-conductor/migrations"
@@ -344,6 +345,25 @@ func TestMySQLSchemaMatchesPythonMagnumDBManage(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameTables(t, "python DB upgraded to head", mysqldump(t, py.name), reference(t, "magnum-master-b3e1cf4a2d5e.mysql.sql"))
+	// The conductor's store opens the upgraded database and works on it.
+	store, err := db.Open(ctx, db.Options{Connection: py.url}, nil)
+	if err != nil {
+		t.Fatalf("store on the python-made, Go-upgraded database: %v", err)
+	}
+	defer store.Close()
+	c := &objects.Cluster{Name: objects.Str("after-upgrade"), Status: objects.CreateInProgress}
+	if err := store.CreateCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ng := &objects.NodeGroup{Name: "w", ClusterID: *c.UUID, ProjectID: "p", Role: "worker",
+		NodeLabels: map[string]string{"a": "b"}, NodeTaints: []map[string]any{{"key": "k", "effect": "NoSchedule"}}}
+	if err := store.CreateNodeGroup(ctx, ng); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.GetNodeGroupByUUID(ctx, *c.UUID, ng.UUID); err != nil || got.NodeLabels["a"] != "b" ||
+		len(got.NodeTaints) != 1 {
+		t.Fatalf("nodegroup on upgraded DB: %+v, %v", got, err)
+	}
 	out, err = exec.CommandContext(ctx, pyTool, "--config-file", conf, "version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("python magnum-db-manage version: %v\n%s", err, out)
