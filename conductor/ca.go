@@ -94,11 +94,11 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	uuid := *c.UUID
 	log := h.logger(ctx, "rotate_ca_certificate", uuid)
 	log.Info("rotating the cluster CAs")
-	if !contains(allowUpdateStatus, c.Status) {
+	if !contains(allowUpdateStatus(), c.Status) {
 		return nil, h.refuse(ctx, log, ActionUpdate, "Updating", c, c.Status)
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus, func(cur string) error {
+	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus(), func(cur string) error {
 		return h.refuse(ctx, log, ActionUpdate, "Updating", c, cur)
 	}); err != nil {
 		return nil, err

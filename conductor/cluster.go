@@ -167,7 +167,7 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 	}
 	uuid := *c.UUID
 	log := h.logger(ctx, "cluster_update", uuid)
-	if !contains(allowUpdateStatus, c.Status) {
+	if !contains(allowUpdateStatus(), c.Status) {
 		return nil, h.refuse(ctx, log, ActionUpdate, "Updating", c, c.Status)
 	}
 	worker, err := h.defaultWorker(ctx, uuid)
@@ -204,7 +204,7 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus, func(cur string) error {
+	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus(), func(cur string) error {
 		return h.refuse(ctx, log, ActionUpdate, "Updating", c, cur)
 	}); err != nil {
 		return nil, err
@@ -265,7 +265,7 @@ func (h *Handlers) ClusterDelete(ctx context.Context, uuid string) error {
 		return err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	if err := h.claimCluster(ctx, c, objects.DeleteInProgress, allowDeleteStatus, func(cur string) error {
+	if err := h.claimCluster(ctx, c, objects.DeleteInProgress, allowDeleteStatus(), func(cur string) error {
 		return h.refuse(ctx, log, ActionDelete, "Deleting", c, cur)
 	}); err != nil {
 		return err
@@ -317,7 +317,7 @@ func (h *Handlers) ClusterResize(ctx context.Context, c *objects.Cluster, nodeCo
 	}
 	uuid := *c.UUID
 	log := h.logger(ctx, "cluster_resize", uuid).With("nodegroup_uuid", ng.UUID)
-	if !contains(allowResizeStatus, c.Status) {
+	if !contains(allowResizeStatus(), c.Status) {
 		return nil, h.refuse(ctx, log, ActionUpdate, "Resizing", c, c.Status)
 	}
 	if nodeCount < 0 {
@@ -340,13 +340,13 @@ func (h *Handlers) ClusterResize(ctx context.Context, c *objects.Cluster, nodeCo
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
 	oldCount := ng.NodeCount
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowResizeStatus, func(cur string) error {
+	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowResizeStatus(), func(cur string) error {
 		return h.refuse(ctx, log, ActionUpdate, "Resizing", c, cur)
 	}); err != nil {
 		return nil, err
 	}
 	ng.NodeCount = int64(nodeCount)
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizeStatus, func(cur string) error {
+	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizeStatus(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("Resizing a nodegroup when status is \"%s\"", cur))
 	}); err != nil {
 		ng.NodeCount = oldCount
@@ -412,7 +412,7 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	}
 	uuid := *c.UUID
 	log := h.logger(ctx, "cluster_upgrade", uuid).With("nodegroup_uuid", ng.UUID)
-	if !contains(allowUpdateStatus, c.Status) {
+	if !contains(allowUpdateStatus(), c.Status) {
 		return nil, h.refuse(ctx, log, ActionUpdate, "Upgrading", c, c.Status)
 	}
 	if ng.ClusterID == "" {
@@ -430,12 +430,12 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
 	oldNGStatus, oldNGReason := ng.Status, ng.StatusReason
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus, func(cur string) error {
+	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus(), func(cur string) error {
 		return h.refuse(ctx, log, ActionUpdate, "Upgrading", c, cur)
 	}); err != nil {
 		return nil, err
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates, func(cur string) error {
+	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("Upgrading a nodegroup when status is \"%s\"", cur))
 	}); err != nil {
 		ng.Status, ng.StatusReason = oldNGStatus, oldNGReason

@@ -19,7 +19,7 @@ func (h *Handlers) CredentialRotate(ctx context.Context, c *objects.Cluster) err
 		return err
 	}
 	log := h.logger(ctx, "credential_rotate", *c.UUID)
-	if !contains(allowedNodeGroupStates, c.Status) {
+	if !contains(allowedNodeGroupStates(), c.Status) {
 		// Magnum prints its module name here; name the operation instead.
 		err := exception.NotSupported(fmt.Sprintf("credential_rotate when cluster status is \"%s\"", c.Status))
 		log.Warn("operation refused", "status", c.Status, "error", err)

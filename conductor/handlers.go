@@ -136,36 +136,52 @@ func New(d Deps) (*Handlers, error) {
 	return h, nil
 }
 
-// Status guards (magnum/conductor/handlers/*.py).
-var (
-	// allowUpdateStatus guards cluster_update, cluster_upgrade and
-	// rotate_ca_certificate.
-	allowUpdateStatus = []string{
+// Status guards (magnum/conductor/handlers/*.py). Functions, so that no
+// caller can change a shared list.
+
+// allowUpdateStatus guards cluster_update, cluster_upgrade and
+// rotate_ca_certificate.
+func allowUpdateStatus() []string {
+	return []string{
 		objects.CreateComplete, objects.UpdateComplete, objects.ResumeComplete, objects.RestoreComplete,
 		objects.RollbackComplete, objects.SnapshotComplete, objects.CheckComplete, objects.AdoptComplete,
 	}
-	// allowResizeStatus guards cluster_resize: the autoscaler retries and
-	// stacks requests.
-	allowResizeStatus = append(slices.Clone(allowUpdateStatus), objects.UpdateFailed, objects.UpdateInProgress)
-	// allowedNodeGroupStates guards nodegroup_create/update and, as
-	// ALLOWED_CLUSTER_STATES, credential_rotate.
-	allowedNodeGroupStates = []string{
+}
+
+// allowResizeStatus guards cluster_resize: the autoscaler retries and stacks
+// requests.
+func allowResizeStatus() []string {
+	return append(allowUpdateStatus(), objects.UpdateFailed, objects.UpdateInProgress)
+}
+
+// allowedNodeGroupStates guards nodegroup_create/update and, as
+// ALLOWED_CLUSTER_STATES, credential_rotate.
+func allowedNodeGroupStates() []string {
+	return []string{
 		objects.CreateComplete, objects.UpdateComplete, objects.UpdateInProgress, objects.UpdateFailed,
 		objects.ResumeComplete, objects.RestoreComplete, objects.RollbackComplete, objects.SnapshotComplete,
 		objects.CheckComplete, objects.AdoptComplete,
 	}
-	// allowDeleteStatus: Magnum has no guard on cluster_delete. Anything but
-	// a deletion already under way may start one (DELETE_FAILED retries).
-	allowDeleteStatus = without(objects.ClusterStatuses, objects.DeleteInProgress, objects.DeleteComplete)
-	// allowNodeGroupOpClusterStatus: a nodegroup operation moves its
-	// cluster to UPDATE_IN_PROGRESS; it must not overwrite a create or a
-	// delete under way.
-	allowNodeGroupOpClusterStatus = without(objects.ClusterStatuses,
+}
+
+// allowDeleteStatus: Magnum has no guard on cluster_delete. Anything but a
+// deletion already under way may start one (DELETE_FAILED retries).
+func allowDeleteStatus() []string {
+	return without(objects.ClusterStatuses, objects.DeleteInProgress, objects.DeleteComplete)
+}
+
+// allowNodeGroupOpClusterStatus: a nodegroup operation moves its cluster to
+// UPDATE_IN_PROGRESS; it must not overwrite a create or a delete under way.
+func allowNodeGroupOpClusterStatus() []string {
+	return without(objects.ClusterStatuses,
 		objects.CreateInProgress, objects.DeleteInProgress, objects.DeleteComplete, objects.RollbackInProgress)
-	// allowNodeGroupDeleteStatus: nodegroup_delete has no guard in Magnum;
-	// only a deletion under way is refused.
-	allowNodeGroupDeleteStatus = without(objects.ClusterStatuses, objects.DeleteInProgress, objects.DeleteComplete)
-)
+}
+
+// allowNodeGroupDeleteStatus: nodegroup_delete has no guard in Magnum; only
+// a deletion under way is refused.
+func allowNodeGroupDeleteStatus() []string {
+	return without(objects.ClusterStatuses, objects.DeleteInProgress, objects.DeleteComplete)
+}
 
 func without(all []string, drop ...string) []string {
 	var out []string

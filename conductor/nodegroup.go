@@ -16,7 +16,7 @@ import (
 // is set must be in ALLOWED_NODEGROUP_STATES. Unlike Magnum, the message
 // names the nodegroup's status.
 func ngGuard(op string, ng *objects.NodeGroup) error {
-	if ng.Status != "" && !contains(allowedNodeGroupStates, ng.Status) {
+	if ng.Status != "" && !contains(allowedNodeGroupStates(), ng.Status) {
 		return exception.NotSupported(fmt.Sprintf("%s when nodegroup status is \"%s\"", op, ng.Status))
 	}
 	return nil
@@ -58,7 +58,7 @@ func (h *Handlers) startNodeGroupOp(ctx context.Context, op string, c *objects.C
 		}
 	}
 	o := &ngOp{h: h, name: op, log: log, c: c, ng: ng, uuid: uuid, oldStatus: c.Status, oldReason: c.StatusReason}
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowNodeGroupOpClusterStatus, func(cur string) error {
+	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowNodeGroupOpClusterStatus(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("%s when cluster status is \"%s\"", op, cur))
 	}); err != nil {
 		log.Warn("operation refused", "error", err)
@@ -144,7 +144,7 @@ func (h *Handlers) NodeGroupUpdate(ctx context.Context, c *objects.Cluster, ng *
 	if err != nil {
 		return nil, err
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates, func(cur string) error {
+	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("nodegroup_update when nodegroup status is \"%s\"", cur))
 	}); err != nil {
 		return nil, o.abort(ctx, err)
@@ -173,7 +173,7 @@ func (h *Handlers) NodeGroupDelete(ctx context.Context, c *objects.Cluster, ng *
 	if err != nil {
 		return err
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.DeleteInProgress, allowNodeGroupDeleteStatus, func(cur string) error {
+	if err := h.claimNodeGroup(ctx, ng, objects.DeleteInProgress, allowNodeGroupDeleteStatus(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("nodegroup_delete when nodegroup status is \"%s\"", cur))
 	}); err != nil {
 		return o.abort(ctx, err)
