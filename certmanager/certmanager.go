@@ -278,38 +278,50 @@ func (m *Manager) generate(ctx context.Context, c *objects.Cluster) (Refs, error
 	if err != nil {
 		return Refs{}, err
 	}
+	// Each certificate is signed and its key encrypted on its own goroutine;
+	// the client certificate waits for the Kubernetes CA.
 	certs := make([]store.Cert, 4)
-	var caCert *x509.Certificate
-	for i := range 3 {
-		der, err := m.issuer.NewCA(keys[i], name)
-		if err != nil {
-			return Refs{}, fmt.Errorf("create CA certificate: %w", err)
-		}
-		if i == 0 {
-			if caCert, err = x509.ParseCertificate(der); err != nil {
-				return Refs{}, fmt.Errorf("parse CA certificate: %w", err)
+	errs := make([]error, 4)
+	caReady := make(chan *x509.Certificate, 1)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() {
+			var der []byte
+			var err error
+			if i < 3 {
+				der, err = m.issuer.NewCA(keys[i], name)
+				if i == 0 {
+					var ca *x509.Certificate
+					if err == nil {
+						ca, err = x509.ParseCertificate(der)
+					}
+					caReady <- ca // nil when the CA failed
+				}
+			} else if ca := <-caReady; ca == nil {
+				err = errors.New("no Kubernetes CA to sign with")
+			} else {
+				der, err = m.issuer.NewClient(keys[3].Public(), ClientCommonName, ClientOrganization, ca, keys[0])
 			}
-		}
-		certs[i].Certificate = pki.EncodeCertificate(der)
+			if err != nil {
+				errs[i] = fmt.Errorf("create certificate %d: %w", i, err)
+				return
+			}
+			pw := ShortID()
+			keyPEM, err := pkcs8.Encrypt(keys[i], []byte(pw))
+			if err != nil {
+				errs[i] = fmt.Errorf("encrypt private key: %w", err)
+				return
+			}
+			certs[i] = store.Cert{Certificate: pki.EncodeCertificate(der), PrivateKey: string(keyPEM), Passphrase: pw}
+		})
 	}
-	der, err := m.issuer.NewClient(keys[3].Public(), ClientCommonName, ClientOrganization, caCert, keys[0])
-	if err != nil {
-		return Refs{}, fmt.Errorf("create client certificate: %w", err)
-	}
-	certs[3].Certificate = pki.EncodeCertificate(der)
-	for i, k := range keys {
-		pw := ShortID()
-		keyPEM, err := pkcs8.Encrypt(k, []byte(pw))
-		if err != nil {
-			return Refs{}, fmt.Errorf("encrypt private key: %w", err)
-		}
-		certs[i].PrivateKey, certs[i].Passphrase = string(keyPEM), pw
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Refs{}, err
 	}
 
 	names := []string{name, name, name, ClientCertName}
 	refs := make([]string, 4)
-	errs := make([]error, 4)
-	var wg sync.WaitGroup
 	for i := range certs {
 		wg.Go(func() { refs[i], errs[i] = m.backend.Store(ctx, certs[i], names[i]) })
 	}
