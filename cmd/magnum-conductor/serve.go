@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/certmanager"
+	"github.com/openstack/magnum-conductor/conductor"
+	"github.com/openstack/magnum-conductor/conductor/indirection"
+	"github.com/openstack/magnum-conductor/config"
+	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/migrations"
+	"github.com/openstack/magnum-conductor/periodic"
+)
+
+// driverCallTimeout bounds one driver call made by an RPC handler (casts
+// have no deadline of their own). Drivers start long operations and return;
+// completion is observed by sync_cluster_status.
+const driverCallTimeout = 5 * time.Minute
+
+// serve loads the configuration, starts every part of the conductor and
+// blocks until ctx is cancelled (SIGTERM), then stops them in order.
+func serve(ctx context.Context, files, dirs []string, logFormat string, logOut io.Writer) error {
+	cfg, err := config.Load(files, dirs)
+	if err != nil {
+		return &startError{err}
+	}
+	log, err := newLogger(logFormat, logOut)
+	if err != nil {
+		return &startError{err}
+	}
+	log.Info("starting magnum-conductor", "config_files", files, "config_dirs", dirs,
+		"host", cfg.Default.Host, "topic", cfg.Conductor.Topic)
+	log.Debug("configuration", "config", cfg)
+
+	store, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return &startError{err}
+	}
+	defer store.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := periodic.NewMetrics(reg)
+	if err != nil {
+		return &startError{err}
+	}
+
+	certs, err := certmanager.New(certOptions(cfg), store, log.With("component", "certmanager"))
+	if err != nil {
+		return &startError{fmt.Errorf("certificate manager: %w", err)}
+	}
+
+	registry, err := buildDrivers(ctx, cfg, certs, log)
+	if err != nil {
+		return &startError{fmt.Errorf("drivers: %w", err)}
+	}
+
+	osloOpts := transportOptions(cfg)
+	notifier, err := oslo.NewNotifier(osloOpts, log.With("component", "notifier"))
+	if err != nil {
+		return &startError{fmt.Errorf("notifier: %w", err)}
+	}
+	defer notifier.Close()
+	events := conductor.NewNotifications(notifier, store, cfg.Audit.Namespace, log.With("component", "notifications"))
+
+	handlers, err := conductor.New(conductor.Deps{
+		Store: store, Certs: certs, Drivers: registry, Notifications: events,
+		Log:           log.With("component", "handlers"),
+		DriverTimeout: driverCallTimeout,
+	})
+	if err != nil {
+		return &startError{err}
+	}
+	disp := oslo.NewDispatcher()
+	// Magnum's endpoint order: the indirection API first, then the handlers.
+	if err := indirection.New(store, log.With("component", "indirection")).Register(disp); err != nil {
+		return &startError{err}
+	}
+	if err := handlers.Register(disp); err != nil {
+		return &startError{err}
+	}
+
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+
+	// The key pool and the client-file cache live as long as the process.
+	go func() {
+		if err := certs.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("certificate key pool stopped", "error", err)
+		}
+	}()
+
+	runner, err := buildPeriodic(cfg, store, registry, events, certs, metrics, log)
+	if err != nil {
+		return &startError{err}
+	}
+
+	server, err := oslo.NewServer(osloOpts, oslo.ServerOptions{GracePeriod: cfg.Conductor.ShutdownGracePeriod},
+		oslo.Target{Topic: cfg.Conductor.Topic}, disp, log.With("component", "rpc"))
+	if err != nil {
+		return &startError{fmt.Errorf("rpc server: %w", err)}
+	}
+	if err := server.Start(ctx); err != nil {
+		return &startError{fmt.Errorf("rpc server: %w", err)}
+	}
+	log.Info("serving RPC", "topic", cfg.Conductor.Topic, "server", server.Target().Server,
+		"exchange", cfg.Default.ControlExchange, "workers", cfg.Conductor.WorkerCount(),
+		"drivers", registry.Names())
+
+	periodicDone := make(chan struct{})
+	go func() {
+		defer close(periodicDone)
+		runner.Run(runCtx)
+	}()
+
+	metricsSrv := startMetrics(cfg.Conductor.MetricsListen, reg, store, log)
+
+	<-ctx.Done()
+	log.Info("stopping magnum-conductor", "grace_period", cfg.Conductor.ShutdownGracePeriod.String())
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.Conductor.ShutdownGracePeriod+5*time.Second)
+	defer cancelStop()
+	if err := server.Stop(stopCtx); err != nil {
+		log.Error("rpc server did not stop cleanly", "error", err)
+	}
+	cancelRun()
+	select {
+	case <-periodicDone:
+	case <-stopCtx.Done():
+		log.Warn("periodic jobs did not stop within the grace period")
+	}
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(stopCtx)
+	}
+	log.Info("magnum-conductor stopped")
+	return nil
+}
+
+func newLogger(format string, out io.Writer) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(out, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(out, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
+}
+
+// openDatabase opens [database]/connection. An SQLite database (the embedded
+// default) is created and migrated on first start; a MySQL one must already
+// be at the head revision (magnum-db-manage upgrade), as with Magnum.
+func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.Store, error) {
+	opts := db.Options{
+		Connection:            cfg.Database.Connection,
+		MaxPoolSize:           cfg.Database.MaxPoolSize,
+		MaxOverflow:           cfg.Database.MaxOverflow,
+		MaxRetries:            cfg.Database.MaxRetries,
+		ConnectionRecycleTime: cfg.Database.ConnectionRecycleTime,
+		RetryInterval:         cfg.Database.RetryInterval,
+		MySQLEngine:           cfg.Database.MySQLEngine,
+		MySQLSQLMode:          &cfg.Database.MySQLSQLMode,
+	}
+	u, err := db.ParseURL(cfg.Database.Connection)
+	if err != nil {
+		return nil, fmt.Errorf("[database]/connection: %w", err)
+	}
+	embedded := u.Dialect == migrations.SQLite
+	opts.SkipSchemaCheck = embedded
+	store, err := db.Open(ctx, opts, log.With("component", "db"))
+	if err != nil {
+		if errors.Is(err, db.ErrSchemaVersion) {
+			return nil, fmt.Errorf("%w: run `magnum-db-manage --config-file <file> upgrade` first", err)
+		}
+		return nil, err
+	}
+	if embedded {
+		m, err := migrations.New(store.SQLDB(), store.Dialect(), cfg.Database.MySQLEngine, log.With("component", "migrations"))
+		if err == nil {
+			err = m.Upgrade(ctx, "head")
+		}
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("migrating the embedded database: %w", err)
+		}
+	}
+	return store, nil
+}
+
+func startMetrics(listen string, reg *prometheus.Registry, store *db.Store, log *slog.Logger) *http.Server {
+	if listen == "" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := store.Ping(ctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		log.Error("metrics listener not started", "listen", listen, "error", err)
+		return nil
+	}
+	log.Info("serving metrics", "listen", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "error", err)
+		}
+	}()
+	return srv
+}
+
+func transportOptions(cfg *config.Config) oslo.Options {
+	o := oslo.DefaultOptions()
+	d := cfg.Default
+	o.TransportURL = d.TransportURL
+	o.ControlExchange = d.ControlExchange
+	o.RPCResponseTimeout = d.RPCResponseTimeout
+	o.ExecutorThreadPoolSize = d.ExecutorThreadPoolSize
+	o.Host = d.Host
+	r := cfg.Rabbit
+	o.Rabbit = oslo.RabbitOptions{
+		SSL: r.SSL, SSLCAFile: r.SSLCAFile, SSLCertFile: r.SSLCertFile, SSLKeyFile: r.SSLKeyFile,
+		SSLVersion: r.SSLVersion, SSLEnforceHostnameVerification: r.SSLEnforceHostnameVerification,
+		HeartbeatTimeoutThreshold: r.HeartbeatTimeoutThreshold, HeartbeatRate: r.HeartbeatRate,
+		RetryInterval: r.RabbitRetryInterval, RetryBackoff: r.RabbitRetryBackoff, IntervalMax: r.RabbitIntervalMax,
+		KombuReconnectDelay: o.Rabbit.KombuReconnectDelay,
+		AMQPDurableQueues:   r.AMQPDurableQueues, AMQPAutoDelete: r.AMQPAutoDelete,
+		TransientQueuesTTL: r.RabbitTransientQueuesTTL, QoSPrefetchCount: r.RabbitQoSPrefetchCount,
+		HAQueues: r.RabbitHAQueues, QuorumQueue: r.RabbitQuorumQueue, QuorumDeliveryLimit: r.RabbitQuorumDeliveryLimit,
+		QuorumMaxMemoryLength: r.RabbitQuorumMaxMemoryLength, QuorumMaxMemoryBytes: int64(r.RabbitQuorumMaxMemoryBytes),
+		MissingConsumerRetryTimeout: r.KombuMissingConsumerRetryTimeout,
+	}
+	o.Notifications = oslo.NotificationOptions{
+		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,
+	}
+	return o
+}
+
+func certOptions(cfg *config.Config) certmanager.Options {
+	x := cfg.X509
+	return certmanager.Options{
+		CertManagerType:       cfg.Certificates.CertManagerType,
+		StoragePath:           cfg.Certificates.StoragePath,
+		AllowCA:               x.AllowCA,
+		AllowedExtensions:     x.AllowedExtensions,
+		AllowedKeyUsage:       x.AllowedKeyUsage,
+		TermOfValidity:        x.TermOfValidity,
+		RSAKeySize:            x.RSAKeySize,
+		AllowSystemMastersCSR: !x.RefuseSystemMastersCSR,
+		TempCacheDir:          cfg.Cluster.TempCacheDir,
+		KeyPoolSize:           x.KeyPoolSize,
+	}
+}

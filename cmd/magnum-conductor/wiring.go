@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/openstack/magnum-conductor/certmanager"
+	"github.com/openstack/magnum-conductor/conductor"
+	"github.com/openstack/magnum-conductor/config"
+	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/simulated"
+	"github.com/openstack/magnum-conductor/periodic"
+)
+
+// buildDrivers lists the drivers this binary ships, explicitly: the
+// simulated driver when [simulated_driver]/enabled, and the Cluster API
+// driver. [drivers]/disabled_drivers removes any of them.
+func buildDrivers(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, log *slog.Logger) (*drivers.Registry, error) {
+	var ds []drivers.Driver
+	if cfg.SimulatedDriver.Enabled {
+		ds = append(ds, simulated.New(simulated.Options{Delay: cfg.SimulatedDriver.OperationDelay}))
+	}
+	capiDriver, err := newCAPIDriver(ctx, cfg, certs, log.With("component", "capi"))
+	if err != nil {
+		return nil, err
+	}
+	if capiDriver != nil {
+		ds = append(ds, capiDriver)
+	}
+	return drivers.NewRegistry(cfg.Drivers.DisabledDrivers, ds...)
+}
+
+// buildPeriodic wires Magnum's three periodic tasks into one runner.
+func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Registry, events *conductor.Notifications,
+	certs *certmanager.Manager, metrics *periodic.Metrics, log *slog.Logger) (*periodic.Runner, error) {
+	plog := log.With("component", "periodic")
+	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: 0.05}, plog, metrics)
+
+	heartbeat, err := periodic.NewHeartbeat(periodic.HeartbeatOptions{
+		Host: cfg.Default.Host, Binary: periodic.ConductorBinary, Interval: cfg.Default.PeriodicIntervalMax,
+	}, store, plog)
+	if err != nil {
+		return nil, err
+	}
+	// The heartbeat runs always, as in Magnum; the cluster jobs only with
+	// [DEFAULT]/periodic_enable.
+	runner.Add(heartbeat, true)
+	if !cfg.Default.PeriodicEnable {
+		return runner, nil
+	}
+
+	mode := periodic.ShardNone
+	if cfg.Periodic.Coordination == "hash" {
+		mode = periodic.ShardRendezvous
+	}
+	membership, err := periodic.NewMembership(periodic.MembershipOptions{
+		Mode: mode, Host: cfg.Default.Host, Binary: periodic.ConductorBinary,
+		ServiceDownTime: cfg.Default.ServiceDownTime,
+	}, store, periodic.RealClock{}, plog, metrics)
+	if err != nil {
+		return nil, err
+	}
+	deps := periodic.Deps{
+		Store: store, Drivers: registry, Notifier: events, Certs: certs,
+		Sharder: membership, Log: plog, Metrics: metrics,
+	}
+	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{}, deps)
+	if err != nil {
+		return nil, err
+	}
+	runner.Add(sync, true)
+
+	if cfg.Kubernetes.HealthPollingInterval > 0 {
+		monitors := periodic.NewKubernetesMonitors(certs, periodic.KubernetesMonitorOptions{
+			ConnectTimeout: cfg.Kubernetes.HealthConnectTimeout,
+			RequestTimeout: cfg.Kubernetes.HealthRequestTimeout,
+		})
+		health, err := periodic.NewSyncClusterHealth(periodic.HealthOptions{
+			Interval:    cfg.Kubernetes.HealthPollingInterval,
+			Workers:     cfg.Kubernetes.HealthPollWorkers,
+			PollTimeout: cfg.Kubernetes.HealthRequestTimeout * 2,
+			KeepOnError: cfg.Kubernetes.HealthKeepStatusOnError,
+		}, periodic.HealthDeps{Deps: deps, Monitors: monitors})
+		if err != nil {
+			return nil, err
+		}
+		runner.Add(health, true)
+	}
+	return runner, nil
+}
