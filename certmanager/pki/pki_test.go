@@ -318,6 +318,16 @@ func TestSignCSRFiltersExtensionsAsMagnum(t *testing.T) {
 			},
 		},
 		{
+			name: "non-critical key usage with nothing allowed becomes empty",
+			spec: csrSpec{subject: pkix.Name{CommonName: "x"}, exts: []pkix.Extension{ku(t, false, 3)}},
+			check: func(t *testing.T, c *x509.Certificate) {
+				e := extByOID(c, oidExtKeyUsage)
+				if e == nil || c.KeyUsage != 0 || !bytes.Equal(e.Value, []byte{0x03, 0x01, 0x00}) {
+					t.Fatalf("key usage %b %v", c.KeyUsage, e)
+				}
+			},
+		},
+		{
 			name:    "critical key usage outside the allowed set refused",
 			spec:    csrSpec{subject: pkix.Name{CommonName: "x"}, exts: []pkix.Extension{ku(t, true, kuDigitalSignature, kuKeyCertSign)}},
 			wantErr: "CertificateValidationError",
