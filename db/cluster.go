@@ -56,8 +56,10 @@ func (s *Store) clusterFilters(w *where, f ClusterFilters) {
 	}
 }
 
-var clusterPage = page{table: "cluster", columns: clusterColumns, markerCol: "uuid",
-	notFound: func(m string) error { return exception.ClusterNotFound(m) }}
+func clusterPage() page {
+	return page{table: "cluster", columns: clusterColumns(), markerCol: "uuid",
+		notFound: func(m string) error { return exception.ClusterNotFound(m) }}
+}
 
 // CreateCluster inserts c (create_cluster): a uuid4 when it has none, the
 // set fields, model defaults for the rest. It fills ID, UUID, CreatedAt
@@ -67,7 +69,7 @@ func (s *Store) CreateCluster(ctx context.Context, c *objects.Cluster) error {
 	if c.UUID == nil || *c.UUID == "" {
 		c.UUID = objects.Str(uuid.NewString())
 	}
-	cols := addColumn(setColumns(c, clusterColumns), "uuid", "created_at", "floating_ip_enabled", "master_lb_enabled")
+	cols := addColumn(setColumns(c, clusterColumns()), "uuid", "created_at", "floating_ip_enabled", "master_lb_enabled")
 	row := clusterToRow(c)
 	row.ID = 0
 	if !objects.IsSet(c, "floating_ip_enabled") {
@@ -143,7 +145,7 @@ func (s *Store) ListClusters(ctx context.Context, opts ListOpts, f ClusterFilter
 	w := &where{}
 	s.tenantFilter(ctx, w)
 	s.clusterFilters(w, f)
-	rows, err := listRows[clusterRow](ctx, s, clusterPage, w, opts)
+	rows, err := listRows[clusterRow](ctx, s, clusterPage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list clusters", err)
 	}
@@ -213,7 +215,7 @@ func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, allowed []s
 	if c.UUID == nil {
 		return exception.ClusterNotFound(nil)
 	}
-	cols := changedColumns(c, clusterColumns)
+	cols := changedColumns(c, clusterColumns())
 	if len(cols) == 0 && allowed == nil {
 		objects.ResetChanges(c)
 		return nil

@@ -28,8 +28,10 @@ type ClusterTemplateFilters struct {
 	Labels            map[string]string
 }
 
-var clusterTemplatePage = page{table: "cluster_template", columns: clusterTemplateColumns, markerCol: "uuid",
-	notFound: func(m string) error { return exception.ClusterTemplateNotFound(m) }}
+func clusterTemplatePage() page {
+	return page{table: "cluster_template", columns: clusterTemplateColumns(), markerCol: "uuid",
+		notFound: func(m string) error { return exception.ClusterTemplateNotFound(m) }}
+}
 
 // ctVisible is the union of get_cluster_template_*: the caller's templates
 // (tenant filter plus extra) OR public ones. For list, public hidden ones
@@ -57,7 +59,7 @@ func (s *Store) CreateClusterTemplate(ctx context.Context, t *objects.ClusterTem
 	if t.UUID == nil || *t.UUID == "" {
 		t.UUID = objects.Str(uuid.NewString())
 	}
-	cols := addColumn(setColumns(t, clusterTemplateColumns), "uuid", "created_at", "registry_enabled",
+	cols := addColumn(setColumns(t, clusterTemplateColumns()), "uuid", "created_at", "registry_enabled",
 		"tls_disabled", "public", "master_lb_enabled", "floating_ip_enabled", "hidden")
 	row := clusterTemplateToRow(t)
 	row.ID = 0
@@ -142,7 +144,7 @@ func (s *Store) ListClusterTemplates(ctx context.Context, opts ListOpts, f Clust
 			w.add(s.q("labels")+" = ?", pyJSON(f.Labels))
 		}
 	}, true)
-	rows, err := listRows[clusterTemplateRow](ctx, s, clusterTemplatePage, w, opts)
+	rows, err := listRows[clusterTemplateRow](ctx, s, clusterTemplatePage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list cluster templates", err)
 	}
@@ -186,7 +188,7 @@ func (s *Store) SaveClusterTemplate(ctx context.Context, t *objects.ClusterTempl
 	if t.UUID == nil {
 		return exception.ClusterTemplateNotFound(nil)
 	}
-	cols := changedColumns(t, clusterTemplateColumns)
+	cols := changedColumns(t, clusterTemplateColumns())
 	if len(cols) == 0 {
 		objects.ResetChanges(t)
 		return nil

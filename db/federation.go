@@ -25,8 +25,10 @@ func federationNotFound(ident any) error {
 	return exception.New("FederationNotFound", map[string]any{"federation": ident})
 }
 
-var federationPage = page{table: "federation", columns: federationColumns, markerCol: "uuid",
-	notFound: func(m string) error { return federationNotFound(m) }}
+func federationPage() page {
+	return page{table: "federation", columns: federationColumns(), markerCol: "uuid",
+		notFound: func(m string) error { return federationNotFound(m) }}
+}
 
 func (s *Store) federationFilters(w *where, f FederationFilters) {
 	for _, kv := range []struct {
@@ -53,7 +55,7 @@ func (s *Store) CreateFederation(ctx context.Context, f *objects.Federation) err
 	if f.UUID == nil || *f.UUID == "" {
 		f.UUID = objects.Str(uuid.NewString())
 	}
-	cols := addColumn(setColumns(f, federationColumns), "uuid", "created_at")
+	cols := addColumn(setColumns(f, federationColumns()), "uuid", "created_at")
 	row := federationToRow(f)
 	row.ID = 0
 	if !objects.IsSet(f, "created_at") {
@@ -118,7 +120,7 @@ func (s *Store) ListFederations(ctx context.Context, opts ListOpts, f Federation
 	w := &where{}
 	s.tenantFilter(ctx, w)
 	s.federationFilters(w, f)
-	rows, err := listRows[federationRow](ctx, s, federationPage, w, opts)
+	rows, err := listRows[federationRow](ctx, s, federationPage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list federations", err)
 	}
@@ -147,7 +149,7 @@ func (s *Store) SaveFederation(ctx context.Context, f *objects.Federation) error
 	if f.UUID == nil {
 		return federationNotFound(nil)
 	}
-	cols := changedColumns(f, federationColumns)
+	cols := changedColumns(f, federationColumns())
 	if len(cols) == 0 {
 		objects.ResetChanges(f)
 		return nil

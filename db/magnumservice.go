@@ -14,8 +14,10 @@ func serviceNotFound(id any) error {
 	return exception.New("MagnumServiceNotFound", map[string]any{"magnum_service_id": id})
 }
 
-var magnumServicePage = page{table: "magnum_service", columns: magnumServiceColumns, markerCol: "id",
-	notFound: func(m string) error { return serviceNotFound(m) }}
+func magnumServicePage() page {
+	return page{table: "magnum_service", columns: magnumServiceColumns(), markerCol: "id",
+		notFound: func(m string) error { return serviceNotFound(m) }}
+}
 
 // hostBinary filters on host and binary; an empty host is NULL ([DEFAULT]
 // host unset), as filter_by(host=None) does.
@@ -48,7 +50,7 @@ func (s *Store) GetMagnumServiceByHostAndBinary(ctx context.Context, host, binar
 // CreateMagnumService is create_magnum_service: on a duplicate (host,
 // binary) it returns the existing row into m instead of failing.
 func (s *Store) CreateMagnumService(ctx context.Context, m *objects.MagnumService) error {
-	cols := addColumn(setColumns(m, magnumServiceColumns), "created_at", "report_count", "disabled", "forced_down")
+	cols := addColumn(setColumns(m, magnumServiceColumns()), "created_at", "report_count", "disabled", "forced_down")
 	row := magnumServiceToRow(m)
 	row.ID = 0
 	if !objects.IsSet(m, "created_at") {
@@ -80,7 +82,7 @@ func (s *Store) CreateMagnumService(ctx context.Context, m *objects.MagnumServic
 // ListMagnumServices is get_magnum_service_list.
 func (s *Store) ListMagnumServices(ctx context.Context, opts ListOpts) ([]*objects.MagnumService, error) {
 	w := &where{}
-	rows, err := listRows[magnumServiceRow](ctx, s, magnumServicePage, w, opts)
+	rows, err := listRows[magnumServiceRow](ctx, s, magnumServicePage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list magnum services", err)
 	}
@@ -95,7 +97,7 @@ func (s *Store) ListMagnumServices(ctx context.Context, opts ListOpts) ([]*objec
 // SaveMagnumService is MagnumService.save (update_magnum_service by id):
 // when report_count grows, last_seen_up becomes now.
 func (s *Store) SaveMagnumService(ctx context.Context, m *objects.MagnumService) error {
-	cols := changedColumns(m, magnumServiceColumns)
+	cols := changedColumns(m, magnumServiceColumns())
 	if len(cols) == 0 {
 		objects.ResetChanges(m)
 		return nil

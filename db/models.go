@@ -48,12 +48,14 @@ type clusterRow struct {
 
 func (clusterRow) TableName() string { return "cluster" }
 
-var clusterColumns = []string{"created_at", "updated_at", "id", "uuid", "name", "cluster_template_id",
-	"api_address", "stack_id", "project_id", "user_id", "status", "discovery_url", "status_reason",
-	"ca_cert_ref", "magnum_cert_ref", "create_timeout", "coe_version", "container_version", "keypair",
-	"docker_volume_size", "labels", "master_flavor_id", "flavor_id", "health_status", "health_status_reason",
-	"fixed_network", "fixed_subnet", "floating_ip_enabled", "master_lb_enabled", "etcd_ca_cert_ref",
-	"front_proxy_ca_cert_ref"}
+func clusterColumns() []string {
+	return []string{"created_at", "updated_at", "id", "uuid", "name", "cluster_template_id",
+		"api_address", "stack_id", "project_id", "user_id", "status", "discovery_url", "status_reason",
+		"ca_cert_ref", "magnum_cert_ref", "create_timeout", "coe_version", "container_version", "keypair",
+		"docker_volume_size", "labels", "master_flavor_id", "flavor_id", "health_status", "health_status_reason",
+		"fixed_network", "fixed_subnet", "floating_ip_enabled", "master_lb_enabled", "etcd_ca_cert_ref",
+		"front_proxy_ca_cert_ref"}
+}
 
 type clusterTemplateRow struct {
 	ID                  int64      `gorm:"column:id;primaryKey;autoIncrement"`
@@ -96,12 +98,14 @@ type clusterTemplateRow struct {
 
 func (clusterTemplateRow) TableName() string { return "cluster_template" }
 
-var clusterTemplateColumns = []string{"created_at", "updated_at", "id", "uuid", "name", "flavor_id",
-	"keypair_id", "image_id", "external_network_id", "dns_nameserver", "apiserver_port", "project_id",
-	"user_id", "docker_volume_size", "fixed_network", "master_flavor_id", "cluster_distro", "coe",
-	"http_proxy", "https_proxy", "no_proxy", "registry_enabled", "network_driver", "labels", "tls_disabled",
-	"public", "server_type", "volume_driver", "insecure_registry", "docker_storage_driver",
-	"master_lb_enabled", "fixed_subnet", "floating_ip_enabled", "hidden", "tags", "driver"}
+func clusterTemplateColumns() []string {
+	return []string{"created_at", "updated_at", "id", "uuid", "name", "flavor_id",
+		"keypair_id", "image_id", "external_network_id", "dns_nameserver", "apiserver_port", "project_id",
+		"user_id", "docker_volume_size", "fixed_network", "master_flavor_id", "cluster_distro", "coe",
+		"http_proxy", "https_proxy", "no_proxy", "registry_enabled", "network_driver", "labels", "tls_disabled",
+		"public", "server_type", "volume_driver", "insecure_registry", "docker_storage_driver",
+		"master_lb_enabled", "fixed_subnet", "floating_ip_enabled", "hidden", "tags", "driver"}
+}
 
 type nodeGroupRow struct {
 	ID               int64      `gorm:"column:id;primaryKey;autoIncrement"`
@@ -131,10 +135,12 @@ type nodeGroupRow struct {
 
 func (nodeGroupRow) TableName() string { return "nodegroup" }
 
-var nodeGroupColumns = []string{"created_at", "updated_at", "id", "uuid", "name", "cluster_id",
-	"project_id", "docker_volume_size", "labels", "flavor_id", "image_id", "node_addresses", "node_count",
-	"max_node_count", "min_node_count", "role", "is_default", "stack_id", "status", "status_reason",
-	"version", "node_labels", "node_taints"}
+func nodeGroupColumns() []string {
+	return []string{"created_at", "updated_at", "id", "uuid", "name", "cluster_id",
+		"project_id", "docker_volume_size", "labels", "flavor_id", "image_id", "node_addresses", "node_count",
+		"max_node_count", "min_node_count", "role", "is_default", "stack_id", "status", "status_reason",
+		"version", "node_labels", "node_taints"}
+}
 
 type x509KeyPairRow struct {
 	ID                   int64      `gorm:"column:id;primaryKey;autoIncrement"`
@@ -151,8 +157,10 @@ type x509KeyPairRow struct {
 
 func (x509KeyPairRow) TableName() string { return "x509keypair" }
 
-var x509KeyPairColumns = []string{"id", "created_at", "updated_at", "uuid", "certificate", "private_key",
-	"project_id", "user_id", "intermediates", "private_key_passphrase"}
+func x509KeyPairColumns() []string {
+	return []string{"id", "created_at", "updated_at", "uuid", "certificate", "private_key",
+		"project_id", "user_id", "intermediates", "private_key_passphrase"}
+}
 
 type magnumServiceRow struct {
 	ID             int64      `gorm:"column:id;primaryKey;autoIncrement"`
@@ -169,8 +177,10 @@ type magnumServiceRow struct {
 
 func (magnumServiceRow) TableName() string { return "magnum_service" }
 
-var magnumServiceColumns = []string{"created_at", "updated_at", "id", "report_count", "host", "binary",
-	"disabled", "disabled_reason", "last_seen_up", "forced_down"}
+func magnumServiceColumns() []string {
+	return []string{"created_at", "updated_at", "id", "report_count", "host", "binary",
+		"disabled", "disabled_reason", "last_seen_up", "forced_down"}
+}
 
 type quotaRow struct {
 	ID        int64      `gorm:"column:id;primaryKey;autoIncrement"`
@@ -183,7 +193,9 @@ type quotaRow struct {
 
 func (quotaRow) TableName() string { return "quotas" }
 
-var quotaColumns = []string{"id", "created_at", "updated_at", "project_id", "resource", "hard_limit"}
+func quotaColumns() []string {
+	return []string{"id", "created_at", "updated_at", "project_id", "resource", "hard_limit"}
+}
 
 type federationRow struct {
 	ID            int64      `gorm:"column:id;primaryKey;autoIncrement"`
@@ -201,8 +213,10 @@ type federationRow struct {
 
 func (federationRow) TableName() string { return "federation" }
 
-var federationColumns = []string{"created_at", "updated_at", "id", "project_id", "uuid", "name",
-	"hostcluster_id", "member_ids", "status", "status_reason", "properties"}
+func federationColumns() []string {
+	return []string{"created_at", "updated_at", "id", "project_id", "uuid", "name",
+		"hostcluster_id", "member_ids", "status", "status_reason", "properties"}
+}
 
 // Conversions. Enum strings map "" to NULL; timestamps are naive UTC.
 

@@ -23,8 +23,10 @@ type NodeGroupFilters struct {
 	Status        []string
 }
 
-var nodeGroupPage = page{table: "nodegroup", columns: nodeGroupColumns, markerCol: "uuid",
-	notFound: func(m string) error { return exception.NodeGroupNotFound(m) }}
+func nodeGroupPage() page {
+	return page{table: "nodegroup", columns: nodeGroupColumns(), markerCol: "uuid",
+		notFound: func(m string) error { return exception.NodeGroupNotFound(m) }}
+}
 
 // CreateNodeGroup is create_nodegroup; a duplicate (uuid, or name in the
 // cluster) is NodeGroupAlreadyExists. As with every Create*, only the fields
@@ -37,7 +39,7 @@ func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error
 	if n.UUID == "" {
 		n.UUID = uuid.NewString()
 	}
-	cols := addColumn(setColumns(n, nodeGroupColumns), "uuid", "name", "cluster_id", "project_id",
+	cols := addColumn(setColumns(n, nodeGroupColumns()), "uuid", "name", "cluster_id", "project_id",
 		"created_at", "is_default")
 	row := nodeGroupToRow(n)
 	row.ID = 0
@@ -126,7 +128,7 @@ func (s *Store) ListNodeGroups(ctx context.Context, clusterUUID string, opts Lis
 	if f.Status != nil {
 		w.in(s.q("status"), f.Status)
 	}
-	rows, err := listRows[nodeGroupRow](ctx, s, nodeGroupPage, w, opts)
+	rows, err := listRows[nodeGroupRow](ctx, s, nodeGroupPage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list nodegroups", err)
 	}
@@ -163,7 +165,7 @@ func (s *Store) SaveNodeGroupIfStatus(ctx context.Context, n *objects.NodeGroup,
 }
 
 func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, allowed []string) error {
-	cols := changedColumns(n, nodeGroupColumns)
+	cols := changedColumns(n, nodeGroupColumns())
 	if len(cols) == 0 && allowed == nil {
 		objects.ResetChanges(n)
 		return nil
@@ -244,7 +246,7 @@ func (s *Store) UpdateNodeGroupValues(ctx context.Context, clusterUUID, ident st
 	}
 	set := map[string]any{}
 	for k, v := range values {
-		if !slices.Contains(nodeGroupColumns, k) || k == "id" || k == "created_at" || k == "updated_at" {
+		if !slices.Contains(nodeGroupColumns(), k) || k == "id" || k == "created_at" || k == "updated_at" {
 			s.log.DebugContext(ctx, "update_nodegroup: ignoring key", "key", k)
 			continue
 		}

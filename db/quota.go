@@ -21,15 +21,17 @@ func quotaNotFound(project, resource string) error {
 		"msg": fmt.Sprintf("project_id %s resource %s.", project, resource)})
 }
 
-var quotaPage = page{table: "quotas", columns: quotaColumns, markerCol: "id",
-	notFound: func(m string) error {
-		return exception.New("QuotaNotFound", map[string]any{"msg": fmt.Sprintf("quota id %s .", m)})
-	}}
+func quotaPage() page {
+	return page{table: "quotas", columns: quotaColumns(), markerCol: "id",
+		notFound: func(m string) error {
+			return exception.New("QuotaNotFound", map[string]any{"msg": fmt.Sprintf("quota id %s .", m)})
+		}}
+}
 
 // CreateQuota is create_quota; a duplicate (project, resource) is
 // QuotaAlreadyExists.
 func (s *Store) CreateQuota(ctx context.Context, q *objects.Quota) error {
-	cols := addColumn(setColumns(q, quotaColumns), "created_at", "project_id", "resource", "hard_limit")
+	cols := addColumn(setColumns(q, quotaColumns()), "created_at", "project_id", "resource", "hard_limit")
 	row := quotaToRow(q)
 	row.ID = 0
 	if !objects.IsSet(q, "created_at") {
@@ -91,7 +93,7 @@ func (s *Store) ListQuotas(ctx context.Context, opts ListOpts, f QuotaFilters) (
 	if f.ProjectID != nil {
 		w.add(s.q("project_id")+" = ?", *f.ProjectID)
 	}
-	rows, err := listRows[quotaRow](ctx, s, quotaPage, w, opts)
+	rows, err := listRows[quotaRow](ctx, s, quotaPage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list quotas", err)
 	}

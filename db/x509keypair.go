@@ -20,15 +20,17 @@ func x509NotFound(ident any) error {
 	return exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": ident})
 }
 
-var x509KeyPairPage = page{table: "x509keypair", columns: x509KeyPairColumns, markerCol: "uuid",
-	notFound: func(m string) error { return x509NotFound(m) }}
+func x509KeyPairPage() page {
+	return page{table: "x509keypair", columns: x509KeyPairColumns(), markerCol: "uuid",
+		notFound: func(m string) error { return x509NotFound(m) }}
+}
 
 // CreateX509KeyPair is create_x509keypair.
 func (s *Store) CreateX509KeyPair(ctx context.Context, k *objects.X509KeyPair) error {
 	if k.UUID == nil || *k.UUID == "" {
 		k.UUID = objects.Str(uuid.NewString())
 	}
-	cols := addColumn(setColumns(k, x509KeyPairColumns), "uuid", "created_at")
+	cols := addColumn(setColumns(k, x509KeyPairColumns()), "uuid", "created_at")
 	row := x509KeyPairToRow(k)
 	row.ID = 0
 	if !objects.IsSet(k, "created_at") {
@@ -87,7 +89,7 @@ func (s *Store) ListX509KeyPairs(ctx context.Context, opts ListOpts, f X509KeyPa
 	if f.UserID != nil {
 		w.add(s.q("user_id")+" = ?", *f.UserID)
 	}
-	rows, err := listRows[x509KeyPairRow](ctx, s, x509KeyPairPage, w, opts)
+	rows, err := listRows[x509KeyPairRow](ctx, s, x509KeyPairPage(), w, opts)
 	if err != nil {
 		return nil, s.wrap("list x509keypairs", err)
 	}
@@ -107,7 +109,7 @@ func (s *Store) SaveX509KeyPair(ctx context.Context, k *objects.X509KeyPair) err
 	if k.UUID == nil {
 		return x509NotFound(nil)
 	}
-	cols := changedColumns(k, x509KeyPairColumns)
+	cols := changedColumns(k, x509KeyPairColumns())
 	if len(cols) == 0 {
 		objects.ResetChanges(k)
 		return nil

@@ -43,11 +43,12 @@ const (
 )
 
 // chain is the ordered list of revisions this package can apply.
-var chain = []string{Base, Rev2026_1, RevDropTrust, Head}
+func chain() []string { return []string{Base, Rev2026_1, RevDropTrust, Head} }
 
 // older are Magnum's alembic revisions before Base, oldest first. A database
 // at one of them must first be upgraded with Magnum's own magnum-db-manage.
-var older = strings.Fields(`2581ebaf0cb2 3bea56f25597 5793cd26898d 3a938526b35d 35cff7c86221 1afee1db6cd0
+func older() []string {
+	return strings.Fields(`2581ebaf0cb2 3bea56f25597 5793cd26898d 3a938526b35d 35cff7c86221 1afee1db6cd0
 2d1354bbf76e 29affeaa2bc2 2ace4006498 456126c6c9e9 4ea34a59a64c e772b2598d9 2d8657c0cdc 4956f03cabad
 592131657ca1 3b6c4c42adb4 2b5f24dd95de 59e7664a8ba1 156ceb17fb0a 1c1ff5e56048 53882537ac57 14328d6a57e3
 421102d1f2d2 6f21dc998bb 966a99e70ff 6f21dc920bb 5518af8dbc21 4e263f236334 3be65537a94a 1481f5b560dd
@@ -57,9 +58,10 @@ ef08a5e057bd d072f58ab240 a1136d335540 085e601a39f6 68ce16dfd341 e0653b2d5271 1f
 b1f612248cab fcb4efee8f8b fb03fdef8919 720f640f43d1 bc46ba6cf949 aa0cc27839af a0e7c8450ab1 52bcaf58fecb
 04c625aa95ba 041d9a0f1159 9a1539f1cd2c cbbc65a86986 87e62e3c7abc ac92cbae311c 461d798132c7 47380964133d
 c04e925e65c2 95096e2334ee f1d8b0ab8b8d`)
+}
 
 // Revisions returns the revisions this package can apply, oldest first.
-func Revisions() []string { return slices.Clone(chain) }
+func Revisions() []string { return chain() }
 
 // ErrUnknownRevision is matched (errors.Is) by the error for a database or
 // a target at a revision this package cannot work from.
@@ -174,9 +176,9 @@ func Plan(current, target string) ([]string, error) {
 	if target == "" || target == "head" || target == "heads" {
 		target = Head
 	}
-	ti := slices.Index(chain, target)
+	ti := slices.Index(chain(), target)
 	if ti < 0 {
-		if slices.Contains(older, target) {
+		if slices.Contains(older(), target) {
 			return nil, fmt.Errorf("target revision %s predates %s (Magnum 15.0.1), which is the oldest this tool creates: %w",
 				target, Base, ErrUnknownRevision)
 		}
@@ -184,9 +186,9 @@ func Plan(current, target string) ([]string, error) {
 	}
 	ci := -1
 	if current != "" {
-		ci = slices.Index(chain, current)
+		ci = slices.Index(chain(), current)
 		if ci < 0 {
-			if slices.Contains(older, current) {
+			if slices.Contains(older(), current) {
 				return nil, fmt.Errorf("database is at revision %s, older than %s (Magnum 15.0.1): upgrade it with Magnum's "+
 					"magnum-db-manage first: %w", current, Base, ErrUnknownRevision)
 			}
@@ -198,7 +200,7 @@ func Plan(current, target string) ([]string, error) {
 		return nil, fmt.Errorf("destination %s is not a valid upgrade target from current revision %s: %w",
 			target, current, ErrUnknownRevision)
 	}
-	return slices.Clone(chain[ci+1 : ti+1]), nil
+	return slices.Clone(chain()[ci+1 : ti+1]), nil
 }
 
 // Upgrade brings the database to target ("" or "head" for Head), applying
@@ -249,7 +251,7 @@ func (m *Migrator) Stamp(ctx context.Context, rev string) error {
 	if rev == "head" || rev == "heads" {
 		rev = Head
 	}
-	if !slices.Contains(chain, rev) {
+	if !slices.Contains(chain(), rev) {
 		return fmt.Errorf("migrations: can't stamp unknown revision '%s': %w", rev, ErrUnknownRevision)
 	}
 	if err := m.createVersionTable(ctx); err != nil {
