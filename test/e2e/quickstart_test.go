@@ -1,0 +1,122 @@
+// Package e2e runs the real binaries the way the README's quick start does:
+// magnum-conductor on its embedded SQLite database and the real RabbitMQ,
+// driven by magnumctl.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/test/harness"
+)
+
+var bins *harness.Binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "magnum-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins, err = harness.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestQuickStart is the README's quick start: start the conductor on the
+// embedded default, create a template and a cluster on the simulated driver,
+// watch it go CREATE_IN_PROGRESS -> CREATE_COMPLETE, delete it, and stop the
+// conductor with SIGTERM.
+func TestQuickStart(t *testing.T) {
+	dir := t.TempDir()
+	conf := (&harness.Config{SimDelay: 1}).Write(t, dir)
+	p := harness.Start(t, bins, conf)
+
+	out, err := harness.CTL(bins, conf, "service", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`magnum-conductor\s+up`).MatchString(out) {
+		t.Fatalf("service list should show this conductor up:\n%s", out)
+	}
+
+	if _, err := harness.CTL(bins, conf, "template", "create", "--name", "dev", "--os", "simulated",
+		"--image", "img", "--flavor", "m1.small", "--master-flavor", "m1.medium", "--driver", "simulated"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = harness.CTL(bins, conf, "cluster", "create", "--name", "demo", "--template", "dev",
+		"--node-count", "2", "--wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?s)CREATE_IN_PROGRESS.*CREATE_COMPLETE`).MatchString(out) {
+		t.Fatalf("create should go CREATE_IN_PROGRESS -> CREATE_COMPLETE:\n%s", out)
+	}
+
+	out, err = harness.CTL(bins, conf, "nodegroup", "list", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`default-master\s+master\s+true\s+1`).MatchString(out) ||
+		!regexp.MustCompile(`default-worker\s+worker\s+true\s+2`).MatchString(out) {
+		t.Fatalf("default nodegroups missing or wrong:\n%s", out)
+	}
+	out, err = harness.CTL(bins, conf, "ca", "show", "demo")
+	if err != nil || !strings.HasPrefix(out, "-----BEGIN CERTIFICATE-----") {
+		t.Fatalf("ca show: %v\n%s", err, out)
+	}
+
+	out, err = harness.CTL(bins, conf, "cluster", "delete", "demo", "--wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "DELETED") {
+		t.Fatalf("delete should end with the cluster gone:\n%s", out)
+	}
+	if _, err := harness.CTL(bins, conf, "cluster", "show", "demo"); err == nil ||
+		!strings.Contains(err.Error(), "ClusterNotFound") {
+		t.Fatalf("the deleted cluster should be ClusterNotFound, got %v", err)
+	}
+
+	if err := p.Stop(15 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	if !strings.Contains(p.Log(), "magnum-conductor stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", p.Log())
+	}
+}
+
+// TestStartRefusesBadConfig: a bad value stops the process before it
+// connects anywhere, with one line naming the file, group, option and value.
+func TestStartRefusesBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "bad.conf")
+	if err := os.WriteFile(conf, []byte("[conductor]\nshutdown_grace_period = soon\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bins.Conductor, "--config-file", conf).CombinedOutput()
+	if err == nil {
+		t.Fatalf("the conductor started with a bad value:\n%s", out)
+	}
+	for _, want := range []string{"bad.conf", "conductor", "shutdown_grace_period", "soon"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("error should name %q:\n%s", want, out)
+		}
+	}
+
+	out, err = exec.Command(bins.Conductor, "--config-file", filepath.Join(dir, "missing.conf")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "missing.conf") {
+		t.Fatalf("a missing file should be a clear error, got %v:\n%s", err, out)
+	}
+}

@@ -1,0 +1,222 @@
+// Package harness runs the real binaries for end-to-end and interoperability
+// tests: it builds them, writes a magnum.conf with names of its own (control
+// exchange, topic, database), starts magnum-conductor as a process and stops
+// it with SIGTERM.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/db/dbtest"
+)
+
+// Broker is the RabbitMQ every test uses.
+const Broker = "rabbit://guest:guest@127.0.0.1:5672/"
+
+// Binaries are the built commands.
+type Binaries struct {
+	Dir       string
+	Conductor string
+	CTL       string
+	DBManage  string
+}
+
+// Build compiles the three commands into dir.
+func Build(dir string) (*Binaries, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
+		"./cmd/magnum-conductor", "./cmd/magnumctl", "./cmd/magnum-db-manage")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return &Binaries{
+		Dir:       dir,
+		Conductor: filepath.Join(dir, "magnum-conductor"),
+		CTL:       filepath.Join(dir, "magnumctl"),
+		DBManage:  filepath.Join(dir, "magnum-db-manage"),
+	}, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// Config describes one conductor's magnum.conf.
+type Config struct {
+	// Database is [database]/connection; empty gives a fresh SQLite file.
+	Database string
+	// Exchange and Topic default to names unique to the test.
+	Exchange, Topic string
+	// Host is [DEFAULT]/host; default unique.
+	Host string
+	// SimDelay is [simulated_driver]/operation_delay in seconds.
+	SimDelay float64
+	// NotificationTopic, when set, enables messagingv2 notifications on it.
+	NotificationTopic string
+	// Extra is appended verbatim.
+	Extra string
+}
+
+// Write fills the defaults and writes the file into dir.
+func (c *Config) Write(t testing.TB, dir string) string {
+	t.Helper()
+	if c.Exchange == "" {
+		c.Exchange = dbtest.RandomName("e2e_x")
+	}
+	if c.Topic == "" {
+		c.Topic = dbtest.RandomName("e2e_topic")
+	}
+	if c.Host == "" {
+		c.Host = strings.ReplaceAll(dbtest.RandomName("e2e-host-"), "_", "-")
+	}
+	if c.Database == "" {
+		c.Database = "sqlite:///" + filepath.Join(dir, "magnum.sqlite")
+	}
+	notif := "driver = noop"
+	if c.NotificationTopic != "" {
+		notif = "driver = messagingv2\ntopics = " + c.NotificationTopic
+	}
+	body := fmt.Sprintf(`[DEFAULT]
+transport_url = %s
+control_exchange = %s
+host = %s
+[conductor]
+topic = %s
+shutdown_grace_period = 5
+[database]
+connection = %s
+[certificates]
+cert_manager_type = x509keypair
+[x509]
+key_pool_size = 2
+[oslo_messaging_notifications]
+%s
+[simulated_driver]
+enabled = true
+operation_delay = %g
+[kubernetes]
+health_polling_interval = 0
+%s
+`, Broker, c.Exchange, c.Host, c.Topic, c.Database, notif, c.SimDelay, c.Extra)
+	path := filepath.Join(dir, "magnum.conf")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Process is a running magnum-conductor.
+type Process struct {
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+	// ExitErr is set once the process has exited.
+	ExitErr error
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writer and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start runs the conductor with confPath and waits until it answers
+// ping_conductor (through magnumctl). The process is stopped at cleanup.
+func Start(t testing.TB, bins *Binaries, confPath string) *Process {
+	t.Helper()
+	p := &Process{log: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(bins.Conductor, "--config-file", confPath)
+	p.cmd.Stdout = p.log
+	p.cmd.Stderr = p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.Stop(10 * time.Second)
+		}
+		if t.Failed() {
+			t.Logf("conductor log:\n%s", p.Log())
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			p.ExitErr = err
+			t.Fatalf("magnum-conductor exited during start-up: %v\n%s", err, p.Log())
+		default:
+		}
+		out, err := CTL(bins, confPath, "--timeout", "3s", "conductor", "ping")
+		if err == nil && strings.Contains(out, "true") {
+			return p
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("magnum-conductor did not answer ping_conductor within 60 s\n%s", p.Log())
+	return nil
+}
+
+// Log returns what the process has logged so far.
+func (p *Process) Log() string { return p.log.String() }
+
+// Stop sends SIGTERM and waits up to timeout for the process to exit.
+func (p *Process) Stop(timeout time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.ExitErr = err
+		return err
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("magnum-conductor did not exit within %s of SIGTERM", timeout)
+	}
+}
+
+// CTL runs magnumctl with the config file and args, returning its stdout
+// (and stderr on failure).
+func CTL(bins *Binaries, confPath string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.CTL, append([]string{"--config-file", confPath}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("magnumctl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
