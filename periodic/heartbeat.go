@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/request"
@@ -28,6 +29,9 @@ type Heartbeat struct {
 	o     HeartbeatOptions
 	store ServiceStore
 	log   *slog.Logger
+
+	mu        sync.Mutex
+	lastCount int64
 }
 
 // NewHeartbeat returns the heartbeat job.
@@ -61,5 +65,15 @@ func (h *Heartbeat) RunOnce(ctx context.Context) error {
 		return fmt.Errorf("reporting %s on %s up: %w", h.o.Binary, h.o.Host, err)
 	}
 	h.log.Debug("heartbeat", "host", h.o.Host, "binary", h.o.Binary, "report_count", s.ReportCount)
+	h.mu.Lock()
+	last := h.lastCount
+	h.lastCount = s.ReportCount
+	h.mu.Unlock()
+	if last > 0 && s.ReportCount > last+1 {
+		// Someone else reports under this host: two conductors would then
+		// count as one and both handle the same clusters.
+		h.log.Error("another process reports as this conductor's host; give each conductor a unique [DEFAULT]host",
+			"host", h.o.Host, "binary", h.o.Binary, "report_count", s.ReportCount, "previous_report_count", last)
+	}
 	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,4 +194,35 @@ func TestMetricsAreServedFromTheGivenRegistry(t *testing.T) {
 	if _, err := periodic.NewMetrics(reg); err == nil {
 		t.Fatal("registering twice must fail")
 	}
+}
+
+func TestHeartbeatDetectsASharedHost(t *testing.T) {
+	store := newMemStore()
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, nil))
+	a, _ := periodic.NewHeartbeat(periodic.HeartbeatOptions{Host: "same"}, store, log)
+	b, _ := periodic.NewHeartbeat(periodic.HeartbeatOptions{Host: "same"}, store, log)
+	ctx := context.Background()
+	for _, h := range []*periodic.Heartbeat{a, a, b, a} {
+		if err := h.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(buf.String(), "another process reports as this conductor's host") {
+		t.Fatalf("no error logged:\n%s", buf.String())
+	}
+	if a.Spacing() != 60*time.Second || a.Name() != "update_magnum_service" {
+		t.Fatalf("spacing %v name %s", a.Spacing(), a.Name())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
