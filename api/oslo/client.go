@@ -243,15 +243,15 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	sendCtx, cancel := context.WithTimeout(ctx, timeout)
-	err = c.pub.publish(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
-	cancel()
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
-		}
-		return nil, err
-	}
+	// The broker's confirm of the request is awaited beside the reply, not
+	// before it: the reply often arrives first (the broker may delay
+	// confirms of persistent messages).
+	sent := make(chan error, 1)
+	go func() {
+		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		sent <- c.pub.publish(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
+	}()
 	var cm <-chan time.Time
 	var cmTimer *time.Timer
 	if o.CallMonitorTimeout > 0 {
@@ -262,6 +262,14 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	var result json.RawMessage
 	for {
 		select {
+		case err := <-sent:
+			sent = nil
+			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) {
+					return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
+				}
+				return nil, err
+			}
 		case r := <-replies:
 			if r.Failure != nil {
 				f, err := DecodeFailure(*r.Failure)
@@ -361,9 +369,8 @@ func (c *Client) deliverReply(body []byte) {
 		c.log.Warn("dropping undecodable reply", "error", err.Error())
 		return
 	}
-	var r replyMessage
-	b, _ := json.Marshal(msg)
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := decodeReply(msg)
+	if err != nil {
 		c.log.Warn("dropping undecodable reply", "error", err.Error())
 		return
 	}
@@ -398,4 +405,27 @@ func (c *Client) Close() error {
 	<-c.replyDone
 	c.pub.close()
 	return nil
+}
+
+// decodeReply reads the fields of a reply from its decoded inner message.
+func decodeReply(msg map[string]json.RawMessage) (replyMessage, error) {
+	var r replyMessage
+	r.Result = msg["result"]
+	if raw, ok := msg["failure"]; ok && !isNull(raw) {
+		var f string
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return r, fmt.Errorf("failure is not a string: %w", err)
+		}
+		r.Failure = &f
+	}
+	if raw, ok := msg["ending"]; ok {
+		_ = json.Unmarshal(raw, &r.Ending)
+	}
+	if raw, ok := msg["_msg_id"]; ok {
+		_ = json.Unmarshal(raw, &r.MsgID)
+	}
+	if raw, ok := msg["_unique_id"]; ok {
+		_ = json.Unmarshal(raw, &r.UniqueID)
+	}
+	return r, nil
 }

@@ -136,8 +136,7 @@ func DecodeRequest(body []byte) (*Request, error) {
 		case k == "_msg_id", k == "_reply_q", k == "_unique_id", k == "_timeout":
 		case strings.HasPrefix(k, "_context_"):
 			var val any
-			d := json.NewDecoder(bytes.NewReader(v))
-			if d.Decode(&val) == nil {
+			if json.Unmarshal(v, &val) == nil {
 				req.Context[strings.TrimPrefix(k, "_context_")] = val
 			}
 		default:
@@ -254,39 +253,45 @@ func encodeReply(msgID string, result json.RawMessage, failure *string, ending b
 	return wrapEnvelope(inner)
 }
 
-// orderedObject appends key/value pairs to a JSON object in order.
+// orderedObject appends key/value pairs to a JSON object in order; bytes()
+// lays the whole object out as Python's json.dumps does, in one pass.
 type orderedObject struct {
 	buf   bytes.Buffer
+	enc   *json.Encoder
 	count int
 }
 
 func (o *orderedObject) add(key string, value any) error {
-	var v []byte
-	switch x := value.(type) {
-	case json.RawMessage:
-		v = x
-		if v == nil {
-			v = []byte("null")
-		}
-		var buf bytes.Buffer
-		if json.Compact(&buf, v) == nil {
-			v = pyLayout(buf.Bytes())
-		}
-	default:
-		var err error
-		if v, err = marshalNoEscape(value); err != nil {
-			return fmt.Errorf("encoding %q: %w", key, err)
-		}
+	if o.enc == nil {
+		o.enc = json.NewEncoder(&o.buf)
+		o.enc.SetEscapeHTML(false)
 	}
-	k, _ := marshalNoEscape(key)
 	if o.count == 0 {
 		o.buf.WriteByte('{')
 	} else {
-		o.buf.WriteString(", ")
+		o.buf.WriteByte(',')
 	}
-	o.buf.Write(k)
-	o.buf.WriteString(": ")
-	o.buf.Write(v)
+	mark := o.buf.Len()
+	if err := o.enc.Encode(key); err != nil {
+		return err
+	}
+	o.buf.Truncate(o.buf.Len() - 1) // Encode's newline
+	o.buf.WriteByte(':')
+	switch x := value.(type) {
+	case json.RawMessage:
+		if len(x) == 0 {
+			o.buf.WriteString("null")
+		} else if err := json.Compact(&o.buf, x); err != nil {
+			o.buf.Truncate(mark)
+			return fmt.Errorf("encoding %q: %w", key, err)
+		}
+	default:
+		if err := o.enc.Encode(value); err != nil {
+			o.buf.Truncate(mark)
+			return fmt.Errorf("encoding %q: %w", key, err)
+		}
+		o.buf.Truncate(o.buf.Len() - 1)
+	}
 	o.count++
 	return nil
 }
@@ -295,5 +300,5 @@ func (o *orderedObject) bytes() []byte {
 	if o.count == 0 {
 		return []byte("{}")
 	}
-	return append(o.buf.Bytes(), '}')
+	return pyLayout(append(o.buf.Bytes(), '}'))
 }

@@ -1,0 +1,208 @@
+package oslo
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// BenchmarkNoopCall measures round trips per second of a no-op call through
+// our client and server, at 1 and 16 concurrent callers, beside a raw
+// amqp091-go request/reply (no envelope, no confirms) on the same broker.
+// Run: go test ./api/oslo -run '^$' -bench NoopCall -benchtime 3s
+func BenchmarkNoopCall(b *testing.B) {
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("oslo/callers=%d", callers), func(b *testing.B) { benchOslo(b, callers) })
+		b.Run(fmt.Sprintf("raw/callers=%d", callers), func(b *testing.B) { benchRaw(b, callers, false) })
+		b.Run(fmt.Sprintf("raw+confirms/callers=%d", callers), func(b *testing.B) { benchRaw(b, callers, true) })
+	}
+}
+
+func runCallers(b *testing.B, callers int, call func() error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := call(); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
+func benchOslo(b *testing.B, callers int) {
+	opts := DefaultOptions()
+	opts.TransportURL = brokerURL
+	opts.ControlExchange = "bench_" + uuidHex()[:8]
+	topic := "bench_" + uuidHex()[:8]
+	d := NewDispatcher()
+	if err := d.Handle("noop", Method(func(ctx context.Context, _ NoArgs) (any, error) { return nil, nil })); err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	s, err := NewServer(opts, ServerOptions{}, Target{Topic: topic}, d, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	c, err := NewClient(opts, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+		cleanupBench(opts.ControlExchange, topic, topic+"."+s.Target().Server)
+	}()
+	ctx := userCtx()
+	tgt := Target{Topic: topic}
+	if _, err := c.Call(ctx, tgt, "noop", nil); err != nil {
+		b.Fatal(err)
+	}
+	runCallers(b, callers, func() error {
+		_, err := c.Call(ctx, tgt, "noop", nil)
+		return err
+	})
+}
+
+func cleanupBench(exchange string, queues ...string) {
+	conn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	for _, q := range queues {
+		_, _ = ch.QueueDelete(q, false, false, false)
+	}
+	_ = ch.ExchangeDelete(exchange, false, false)
+}
+
+// benchRaw is the floor: a plain amqp091-go server and client; with
+// confirms, both sides wait for the broker's publisher confirm of every
+// message, as oslo.messaging does.
+func benchRaw(b *testing.B, callers int, confirms bool) {
+	q := "rawbench_" + uuidHex()[:8]
+	sconn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sconn.Close()
+	sch, _ := sconn.Channel()
+	if _, err := sch.QueueDeclare(q, false, true, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	reqs, _ := sch.Consume(q, "", false, false, false, false, nil)
+	pubOf := func(conn *amqp.Connection) func(key string, m amqp.Publishing) error {
+		var mu sync.Mutex
+		var pool []*amqp.Channel
+		return func(key string, m amqp.Publishing) error {
+			mu.Lock()
+			var ch *amqp.Channel
+			if n := len(pool); n > 0 {
+				ch, pool = pool[n-1], pool[:n-1]
+			}
+			mu.Unlock()
+			if ch == nil {
+				var err error
+				if ch, err = conn.Channel(); err != nil {
+					return err
+				}
+				if confirms {
+					if err := ch.Confirm(false); err != nil {
+						return err
+					}
+				}
+			}
+			dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", key, false, false, m)
+			if err != nil {
+				return err
+			}
+			if dc != nil {
+				dc.Wait()
+			}
+			mu.Lock()
+			pool = append(pool, ch)
+			mu.Unlock()
+			return nil
+		}
+	}
+	spub := pubOf(sconn)
+	go func() {
+		for d := range reqs {
+			_ = d.Ack(false)
+			go func(d amqp.Delivery) {
+				_ = spub(d.ReplyTo, amqp.Publishing{CorrelationId: d.CorrelationId, Body: []byte(`{"result": null}`)})
+			}(d)
+		}
+	}()
+	cconn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cconn.Close()
+	cch, _ := cconn.Channel()
+	rq, err := cch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	replies, _ := cch.Consume(rq.Name, "", true, true, false, false, nil)
+	var mu sync.Mutex
+	waiting := map[string]chan struct{}{}
+	go func() {
+		for d := range replies {
+			mu.Lock()
+			if w, ok := waiting[d.CorrelationId]; ok {
+				close(w)
+				delete(waiting, d.CorrelationId)
+			}
+			mu.Unlock()
+		}
+	}()
+	var seq atomic.Int64
+	cpub := pubOf(cconn)
+	runCallers(b, callers, func() error {
+		id := strconv.FormatInt(seq.Add(1), 10)
+		w := make(chan struct{})
+		mu.Lock()
+		waiting[id] = w
+		mu.Unlock()
+		if err := cpub(q, amqp.Publishing{CorrelationId: id, ReplyTo: rq.Name, Body: []byte(`{"method": "noop"}`)}); err != nil {
+			return err
+		}
+		select {
+		case <-w:
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("raw reply %s timed out", id)
+		}
+	})
+}
