@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/certmanager/store"
+	"github.com/openstack/magnum-conductor/certmanager/store/barbicantest"
 )
 
 func isClass(err error, class string) bool { return errors.Is(err, exception.New(class, nil)) }
@@ -23,7 +26,7 @@ func testLogger(buf *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-var sample = Cert{
+var sample = store.Cert{
 	Certificate: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
 	PrivateKey:  "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----\n",
 	Passphrase:  "abcdefghijkl",
@@ -42,7 +45,7 @@ func TestCertNeverPrintsSecrets(t *testing.T) {
 func TestLocalStoresFilesWithMode0600AndDeletesThem(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
-	b := NewLocal(dir, testLogger(&logs))
+	b := store.NewLocal(dir, testLogger(&logs))
 	ctx := context.Background()
 	withInt := sample
 	withInt.Intermediates = "INTERMEDIATES"
@@ -81,7 +84,7 @@ func TestLocalStoresFilesWithMode0600AndDeletesThem(t *testing.T) {
 
 func TestLocalReadsPythonLayoutAndReportsMissingKey(t *testing.T) {
 	dir := t.TempDir()
-	b := NewLocal(dir, testLogger(&bytes.Buffer{}))
+	b := store.NewLocal(dir, testLogger(&bytes.Buffer{}))
 	ref := "5b0a3c2e-8d1f-4f4a-9a51-0c1c6a4f2b11"
 	_ = os.WriteFile(filepath.Join(dir, ref+".crt"), []byte("CRT"), 0o644)
 	if _, err := b.Get(context.Background(), ref, ""); !isClass(err, "CertificateStorageException") ||
@@ -102,7 +105,7 @@ func TestLocalReadsPythonLayoutAndReportsMissingKey(t *testing.T) {
 
 func TestLocalStoreFailureLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	b := NewLocal(filepath.Join(dir, "missing"), testLogger(&bytes.Buffer{}))
+	b := store.NewLocal(filepath.Join(dir, "missing"), testLogger(&bytes.Buffer{}))
 	if _, err := b.Store(context.Background(), sample, "c"); !isClass(err, "CertificateStorageException") {
 		t.Fatalf("err = %v", err)
 	}
@@ -154,7 +157,7 @@ func (f *fakeKeyPairDB) DestroyX509KeyPair(_ context.Context, uuid string) error
 
 func TestX509KeyPairStoresRowForTheRequestProject(t *testing.T) {
 	db := &fakeKeyPairDB{}
-	b := NewX509KeyPair(db)
+	b := store.NewX509KeyPair(db)
 	user := request.With(context.Background(), &request.Context{ProjectID: "p1", UserID: "u1"})
 	ref, err := b.Store(user, sample, "cluster")
 	if err != nil {
@@ -184,27 +187,27 @@ func TestX509KeyPairStoresRowForTheRequestProject(t *testing.T) {
 }
 
 func TestBarbicanStoreGetDeleteAsMagnumLaysItOut(t *testing.T) {
-	f := newFakeBarbican(t)
+	f := barbicantest.New(t)
 	var logs bytes.Buffer
-	b := NewBarbican(f.options(), testLogger(&logs))
+	b := store.NewBarbican(f.Options(), testLogger(&logs))
 	ctx := context.Background()
 	ref, err := b.Store(ctx, sample, "my-cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(ref, f.srv.URL+"/key-manager/v1/containers/") {
+	if !strings.HasPrefix(ref, f.URL()+"/key-manager/v1/containers/") {
 		t.Fatalf("ref %s", ref)
 	}
-	f.mu.Lock()
-	ctr := f.containers[refID(ref)]
+	f.Mu.Lock()
+	ctr := f.Containers[path.Base(ref)]
 	names := map[string]string{}
-	for _, s := range f.secrets {
-		names[s.name] = s.payload
-		if s.contentType != "text/plain" {
-			t.Errorf("secret %s content type %q", s.name, s.contentType)
+	for _, s := range f.Secrets {
+		names[s.Name] = s.Payload
+		if s.ContentType != "text/plain" {
+			t.Errorf("secret %s content type %q", s.Name, s.ContentType)
 		}
 	}
-	f.mu.Unlock()
+	f.Mu.Unlock()
 	if ctr["name"] != "my-cluster" || ctr["type"] != "certificate" {
 		t.Fatalf("container %v", ctr)
 	}
@@ -226,7 +229,7 @@ func TestBarbicanStoreGetDeleteAsMagnumLaysItOut(t *testing.T) {
 	if err := b.Delete(ctx, ref, "cluster-uuid"); err != nil {
 		t.Fatal(err)
 	}
-	if s, c := f.counts(); s != 0 || c != 0 {
+	if s, c := f.Counts(); s != 0 || c != 0 {
 		t.Fatalf("left %d secrets %d containers", s, c)
 	}
 	// Deleting again is not an error; reading is.
@@ -236,10 +239,10 @@ func TestBarbicanStoreGetDeleteAsMagnumLaysItOut(t *testing.T) {
 	if _, err := b.Get(ctx, ref, ""); !isClass(err, "CertificateStorageException") {
 		t.Fatalf("get deleted: %v", err)
 	}
-	if f.authCalls != 1 {
-		t.Fatalf("%d token requests", f.authCalls)
+	if f.AuthCalls != 1 {
+		t.Fatalf("%d token requests", f.AuthCalls)
 	}
-	for _, secret := range []string{"abcdefghijkl", "svc-password-secret", fakeToken, "MIIF"} {
+	for _, secret := range []string{"abcdefghijkl", barbicantest.Password, barbicantest.Token, "MIIF"} {
 		if strings.Contains(logs.String(), secret) {
 			t.Fatalf("%q logged:\n%s", secret, logs.String())
 		}
@@ -247,17 +250,17 @@ func TestBarbicanStoreGetDeleteAsMagnumLaysItOut(t *testing.T) {
 }
 
 func TestBarbicanReadsSecretsStoredAsBytesByPython(t *testing.T) {
-	f := newFakeBarbican(t)
-	b := NewBarbican(f.options(), testLogger(&bytes.Buffer{}))
+	f := barbicantest.New(t)
+	b := store.NewBarbican(f.Options(), testLogger(&bytes.Buffer{}))
 	ref, err := b.Store(context.Background(), sample, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	for _, s := range f.secrets {
-		s.contentType = "application/octet-stream"
+	f.Mu.Lock()
+	for _, s := range f.Secrets {
+		s.ContentType = "application/octet-stream"
 	}
-	f.mu.Unlock()
+	f.Mu.Unlock()
 	got, err := b.Get(context.Background(), ref, "")
 	if err != nil || *got != sample {
 		t.Fatalf("get: %v", err)
@@ -307,11 +310,11 @@ func TestBarbicanFailuresAreStorageExceptionsAndRollBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeBarbican(t)
-			f.fail, f.block = tt.fail, tt.block
-			opts := f.options()
+			f := barbicantest.New(t)
+			f.Fail, f.Block = tt.fail, tt.block
+			opts := f.Options()
 			opts.Timeout = 300 * time.Millisecond
-			b := NewBarbican(opts, testLogger(&bytes.Buffer{}))
+			b := store.NewBarbican(opts, testLogger(&bytes.Buffer{}))
 			_, err := b.Store(context.Background(), sample, "c")
 			if !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), tt.wantText) {
 				t.Fatalf("err = %v", err)
@@ -319,7 +322,7 @@ func TestBarbicanFailuresAreStorageExceptionsAndRollBack(t *testing.T) {
 			if strings.Contains(err.Error(), "abcdefghijkl") || strings.Contains(err.Error(), "MIIF") {
 				t.Fatal("secret in error")
 			}
-			if s, c := f.counts(); s != 0 || c != 0 {
+			if s, c := f.Counts(); s != 0 || c != 0 {
 				t.Fatalf("half-written: %d secrets, %d containers", s, c)
 			}
 		})
@@ -327,21 +330,21 @@ func TestBarbicanFailuresAreStorageExceptionsAndRollBack(t *testing.T) {
 }
 
 func TestBarbicanGetAndDelete5xx(t *testing.T) {
-	f := newFakeBarbican(t)
-	b := NewBarbican(f.options(), testLogger(&bytes.Buffer{}))
+	f := barbicantest.New(t)
+	b := store.NewBarbican(f.Options(), testLogger(&bytes.Buffer{}))
 	ref, err := b.Store(context.Background(), sample, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.fail = func(m, p string) int { return map[bool]int{true: 500}[strings.Contains(p, "/payload")] }
-	f.mu.Unlock()
+	f.Mu.Lock()
+	f.Fail = func(m, p string) int { return map[bool]int{true: 500}[strings.Contains(p, "/payload")] }
+	f.Mu.Unlock()
 	if _, err := b.Get(context.Background(), ref, ""); !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), "HTTP 500") {
 		t.Fatalf("get: %v", err)
 	}
-	f.mu.Lock()
-	f.fail = func(m, p string) int { return map[bool]int{true: 503}[m == "DELETE"] }
-	f.mu.Unlock()
+	f.Mu.Lock()
+	f.Fail = func(m, p string) int { return map[bool]int{true: 503}[m == "DELETE"] }
+	f.Mu.Unlock()
 	if err := b.Delete(context.Background(), ref, ""); !isClass(err, "CertificateStorageException") {
 		t.Fatalf("delete: %v", err)
 	}

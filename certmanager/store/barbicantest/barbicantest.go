@@ -1,4 +1,9 @@
-package store
+// Package barbicantest is an in-process Keystone v3 + Barbican v1 server
+// for tests: password authentication with a fixed service user, a catalog
+// with the key-manager endpoint, version discovery, and the secret and
+// certificate-container calls Magnum's barbican cert manager makes. Failures
+// and hangs can be injected per request.
+package barbicantest
 
 import (
 	"encoding/json"
@@ -10,58 +15,70 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/certmanager/store"
 )
 
-// fakeBarbican implements the Keystone v3 token call and the Barbican v1
-// secret and container calls the barbican backend makes.
-type fakeBarbican struct {
-	t   *testing.T
+// Server is the fake. Lock Mu to read or change its fields while it runs.
+type Server struct {
 	srv *httptest.Server
 
-	mu         sync.Mutex
+	Mu         sync.Mutex
 	seq        int
-	secrets    map[string]*fakeSecret
-	containers map[string]map[string]any
-	authCalls  int
-	calls      []string
-	// fail returns an HTTP status to answer instead (0: serve normally).
-	fail func(method, path string) int
-	// block, when set, makes matching requests wait until the client gives up.
-	block func(method, path string) bool
+	Secrets    map[string]*Secret
+	Containers map[string]map[string]any
+	AuthCalls  int
+	Calls      []string
+	// Fail returns an HTTP status to answer instead (0: serve normally).
+	Fail func(method, path string) int
+	// Block, when set, makes matching requests wait until the client gives up.
+	Block func(method, path string) bool
 }
 
-type fakeSecret struct {
-	name, payload, contentType string
+// Secret is a stored secret.
+type Secret struct {
+	Name, Payload, ContentType string
 }
 
-const fakeToken = "tok-0123456789"
+// Credentials the fake accepts, and the token it issues.
+const (
+	Username = "magnum"
+	Password = "svc-password-secret"
+	Token    = "tok-0123456789"
+)
 
-func newFakeBarbican(t *testing.T) *fakeBarbican {
-	f := &fakeBarbican{t: t, secrets: map[string]*fakeSecret{}, containers: map[string]map[string]any{}}
+// New starts a fake closed at the end of the test.
+func New(t testing.TB) *Server {
+	f := &Server{Secrets: map[string]*Secret{}, Containers: map[string]map[string]any{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeBarbican) options() BarbicanOptions {
-	return BarbicanOptions{
-		AuthURL: f.srv.URL + "/identity/v3", Username: "magnum", Password: "svc-password-secret",
+// URL is the server's base URL.
+func (f *Server) URL() string { return f.srv.URL }
+
+// Options returns backend options that authenticate against the fake.
+func (f *Server) Options() store.BarbicanOptions {
+	return store.BarbicanOptions{
+		AuthURL: f.srv.URL + "/identity/v3", Username: Username, Password: Password,
 		UserDomainName: "Default", ProjectName: "service", ProjectDomainName: "Default",
 		RegionName: "RegionOne", EndpointType: "publicURL", Timeout: 5 * time.Second,
 	}
 }
 
-func (f *fakeBarbican) counts() (secrets, containers int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.secrets), len(f.containers)
+// Counts returns how many secrets and containers are stored.
+func (f *Server) Counts() (secrets, containers int) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	return len(f.Secrets), len(f.Containers)
 }
 
-func (f *fakeBarbican) serve(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.calls = append(f.calls, r.Method+" "+r.URL.Path)
-	fail, block := f.fail, f.block
-	f.mu.Unlock()
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
+	f.Mu.Lock()
+	f.Calls = append(f.Calls, r.Method+" "+r.URL.Path)
+	fail, block := f.Fail, f.Block
+	f.Mu.Unlock()
 	if block != nil && block(r.Method, r.URL.Path) {
 		// Read the body so that the server notices the client hanging up.
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -92,13 +109,13 @@ func (f *fakeBarbican) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if r.Header.Get("X-Auth-Token") != fakeToken {
+	if r.Header.Get("X-Auth-Token") != Token {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/key-manager/v1/"), "/")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	base := f.srv.URL + "/key-manager/v1/"
 	switch {
 	case parts[0] == "secrets" && len(parts) == 1 && r.Method == http.MethodPost:
@@ -112,35 +129,35 @@ func (f *fakeBarbican) serve(w http.ResponseWriter, r *http.Request) {
 		ct, _ := body["payload_content_type"].(string)
 		name, _ := body["name"].(string)
 		payload, _ := body["payload"].(string)
-		f.secrets[id] = &fakeSecret{name: name, payload: payload, contentType: ct}
+		f.Secrets[id] = &Secret{Name: name, Payload: payload, ContentType: ct}
 		writeJSON(w, 201, map[string]any{"secret_ref": base + "secrets/" + id})
 	case parts[0] == "secrets" && len(parts) == 2 && r.Method == http.MethodGet:
-		s, ok := f.secrets[parts[1]]
+		s, ok := f.Secrets[parts[1]]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"name": s.name, "status": "ACTIVE", "secret_ref": base + "secrets/" + parts[1],
-			"content_types": map[string]string{"default": s.contentType}})
+		writeJSON(w, 200, map[string]any{"name": s.Name, "status": "ACTIVE", "secret_ref": base + "secrets/" + parts[1],
+			"content_types": map[string]string{"default": s.ContentType}})
 	case parts[0] == "secrets" && len(parts) == 3 && parts[2] == "payload" && r.Method == http.MethodGet:
-		s, ok := f.secrets[parts[1]]
+		s, ok := f.Secrets[parts[1]]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
-		if r.Header.Get("Accept") != s.contentType {
+		if r.Header.Get("Accept") != s.ContentType {
 			http.Error(w, "not acceptable", http.StatusNotAcceptable)
 			return
 		}
-		w.Header().Set("Content-Type", s.contentType)
+		w.Header().Set("Content-Type", s.ContentType)
 		w.WriteHeader(200)
-		_, _ = io.WriteString(w, s.payload)
+		_, _ = io.WriteString(w, s.Payload)
 	case parts[0] == "secrets" && len(parts) == 2 && r.Method == http.MethodDelete:
-		if _, ok := f.secrets[parts[1]]; !ok {
+		if _, ok := f.Secrets[parts[1]]; !ok {
 			http.NotFound(w, r)
 			return
 		}
-		delete(f.secrets, parts[1])
+		delete(f.Secrets, parts[1])
 		w.WriteHeader(204)
 	case parts[0] == "containers" && len(parts) == 1 && r.Method == http.MethodPost:
 		var body map[string]any
@@ -158,28 +175,28 @@ func (f *fakeBarbican) serve(w http.ResponseWriter, r *http.Request) {
 		body["status"] = "ACTIVE"
 		body["created"] = "2026-01-01T00:00:00"
 		body["updated"] = "2026-01-01T00:00:00"
-		f.containers[id] = body
+		f.Containers[id] = body
 		writeJSON(w, 201, map[string]any{"container_ref": body["container_ref"]})
 	case parts[0] == "containers" && len(parts) == 2 && r.Method == http.MethodGet:
-		c, ok := f.containers[parts[1]]
+		c, ok := f.Containers[parts[1]]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		writeJSON(w, 200, c)
 	case parts[0] == "containers" && len(parts) == 2 && r.Method == http.MethodDelete:
-		if _, ok := f.containers[parts[1]]; !ok {
+		if _, ok := f.Containers[parts[1]]; !ok {
 			http.NotFound(w, r)
 			return
 		}
-		delete(f.containers, parts[1])
+		delete(f.Containers, parts[1])
 		w.WriteHeader(204)
 	default:
 		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, 400)
 	}
 }
 
-func (f *fakeBarbican) auth(w http.ResponseWriter, r *http.Request) {
+func (f *Server) auth(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Auth struct {
 			Identity struct {
@@ -206,14 +223,14 @@ func (f *fakeBarbican) auth(w http.ResponseWriter, r *http.Request) {
 	}
 	u := body.Auth.Identity.Password.User
 	p := body.Auth.Scope.Project
-	if u.Name != "magnum" || u.Password != "svc-password-secret" || u.Domain.Name != "Default" || p.Name != "service" || p.Domain.Name != "Default" {
+	if u.Name != Username || u.Password != Password || u.Domain.Name != "Default" || p.Name != "service" || p.Domain.Name != "Default" {
 		http.Error(w, `{"error":{"code":401}}`, http.StatusUnauthorized)
 		return
 	}
-	f.mu.Lock()
-	f.authCalls++
-	f.mu.Unlock()
-	w.Header().Set("X-Subject-Token", fakeToken)
+	f.Mu.Lock()
+	f.AuthCalls++
+	f.Mu.Unlock()
+	w.Header().Set("X-Subject-Token", Token)
 	writeJSON(w, 201, map[string]any{"token": map[string]any{
 		"expires_at": time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"methods":    []string{"password"},
