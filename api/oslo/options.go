@@ -1,9 +1,8 @@
-// Package oslo speaks oslo.messaging's rabbit driver (oslo.messaging 14,
-// envelope 2.0) so that a Go conductor can serve, call and notify Python
-// magnum peers on the same RabbitMQ broker: transport URL parsing, the RPC
-// server with its dispatch table, the RPC client, the notifier, and the
-// failure format Python rebuilds as exceptions.
 package oslo
+
+// oslo speaks oslo.messaging's rabbit driver (oslo.messaging 14, envelope
+// 2.0) so that a Go conductor can serve, call and notify Python magnum peers
+// on the same RabbitMQ broker.
 
 import "time"
 

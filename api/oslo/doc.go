@@ -1,0 +1,40 @@
+/*
+Package oslo is the conductor's oslo.messaging transport on RabbitMQ.
+
+# Server
+
+	disp := oslo.NewDispatcher()
+	err := disp.Handle("cluster_delete", oslo.Method(func(ctx context.Context, a struct {
+		UUID string `json:"uuid"`
+	}) (any, error) {
+		rc := request.From(ctx) // the caller's context, rebuilt from _context_*
+		...
+		return nil, exception.ClusterNotFound(a.UUID)
+	}))
+	srv, err := oslo.NewServer(opts, oslo.ServerOptions{GracePeriod: 60 * time.Second},
+		oslo.Target{Topic: "magnum-conductor"}, disp, log)
+	err = srv.Start(ctx)     // declares exactly what oslo declares, consumes, reconnects by itself
+	...
+	err = srv.Stop(shutdownCtx) // stop consuming, delete own fanout queue, finish in-flight, close
+
+Method arguments are a struct whose json tags name the keyword arguments
+(",omitempty" or `oslo:"optional"` for Python defaults); object arguments
+are json.RawMessage. Results must be JSON-marshalable. Errors become
+failures Python rebuilds: *exception.Error keeps its module and class, any
+other error is MagnumException (500).
+
+# Client
+
+	c, err := oslo.NewClient(opts, log)
+	res, err := c.Call(ctx, oslo.Target{Topic: "magnum-conductor"}, "ping_conductor", nil)
+	err = c.Cast(ctx, oslo.Target{Topic: "magnum-conductor"}, "cluster_delete", map[string]any{"uuid": id})
+
+A failure reply is returned as *exception.Error (remote module, class,
+message, kwargs, code); no reply in time as *oslo.TimeoutError.
+
+# Notifier
+
+	n, err := oslo.NewNotifier(opts, log) // [oslo_messaging_notifications] driver/topics/transport_url
+	err = n.Notify(ctx, "INFO", "magnum.cluster.create", cadfPayload)
+*/
+package oslo

@@ -1,0 +1,92 @@
+package oslo
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTransportURLAsOslo(t *testing.T) {
+	tests := []struct {
+		in    string
+		hosts []TransportHost
+		vhost string
+		query map[string]string
+	}{
+		{"rabbit://", []TransportHost{{Hostname: "localhost"}}, "", map[string]string{}},
+		{"rabbit://guest:guest@127.0.0.1:5672/", []TransportHost{{"127.0.0.1", 5672, "guest", "guest"}}, "", map[string]string{}},
+		{"rabbit://user:pass@h1:5672,user:pass@h2:5673/vhost?ssl=1&a=x&a=y",
+			[]TransportHost{{"h1", 5672, "user", "pass"}, {"h2", 5673, "user", "pass"}}, "vhost", map[string]string{"ssl": "1", "a": "x,y"}},
+		{"rabbit://us%40er:p%3Aa%2Fss%40@[::1]:5671/%2Fmagnum",
+			[]TransportHost{{"::1", 5671, "us@er", "p:a/ss@"}}, "/magnum", map[string]string{}},
+		{"rabbit://user:pa:ss@host", []TransportHost{{"host", 0, "user", "pa:ss"}}, "", map[string]string{}},
+		{"rabbit://u:p@h1,h2:5000", []TransportHost{{"h1", 0, "u", "p"}, {"h2", 5000, "", ""}}, "", map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			u, err := ParseTransportURL(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Transport != "rabbit" || !reflect.DeepEqual(u.Hosts, tt.hosts) || u.VirtualHost != tt.vhost || !reflect.DeepEqual(u.Query, tt.query) {
+				t.Fatalf("got %+v", u)
+			}
+			if strings.Contains(u.String(), "pass") || strings.Contains(u.String(), "ss@") {
+				t.Fatalf("String leaks the password: %s", u)
+			}
+		})
+	}
+	for _, bad := range []string{"", "no-scheme", "rabbit://u:p@[::1:5672/", "rabbit://h:notaport/"} {
+		if _, err := ParseTransportURL(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		} else if strings.Contains(err.Error(), ":p@") {
+			t.Errorf("error leaks credentials: %v", err)
+		}
+	}
+}
+
+func TestVhostAndAddr(t *testing.T) {
+	u, _ := ParseTransportURL("rabbit://h")
+	if u.vhost() != "/" || u.Hosts[0].Addr() != "h:5672" {
+		t.Fatalf("%q %q", u.vhost(), u.Hosts[0].Addr())
+	}
+	u, _ = ParseTransportURL("rabbit://[fe80::1]:1234/x")
+	if u.vhost() != "x" || u.Hosts[0].Addr() != "[fe80::1]:1234" {
+		t.Fatalf("%q %q", u.vhost(), u.Hosts[0].Addr())
+	}
+}
+
+func TestQueueArgumentsAsOslo(t *testing.T) {
+	r := DefaultOptions().Rabbit
+	if got := r.queueArgs(r.TransientQueuesTTL, false); !reflect.DeepEqual(got, map[string]any{"x-expires": int32(1800000)}) {
+		t.Fatalf("fanout/reply args %v", got)
+	}
+	if got := r.queueArgs(0, true); len(got) != 0 {
+		t.Fatalf("topic args %v", got)
+	}
+	r.QuorumQueue, r.QuorumDeliveryLimit, r.QuorumMaxMemoryLength, r.QuorumMaxMemoryBytes = true, 3, 10, 1000
+	want := map[string]any{"x-queue-type": "quorum", "x-delivery-limit": int32(3), "x-max-in-memory-length": int32(10), "x-max-in-memory-bytes": int64(1000)}
+	if got := r.queueArgs(0, true); !reflect.DeepEqual(got, want) || !r.durable() {
+		t.Fatalf("quorum args %v durable %v", got, r.durable())
+	}
+}
+
+func TestBackoffAsKombu(t *testing.T) {
+	d := &dialer{opts: DefaultOptions().Rabbit}
+	var got []time.Duration
+	for n := 0; n < 18; n += 4 {
+		got = append(got, d.backoff(n))
+	}
+	want := []time.Duration{time.Second, 9 * time.Second, 17 * time.Second, 25 * time.Second, 30 * time.Second}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestServerIDLooksLikeMagnums(t *testing.T) {
+	id := NewServerID()
+	if len(id) != 12 || strings.ToLower(id) != id || strings.ContainsAny(id, "018=") {
+		t.Fatalf("server id %q", id)
+	}
+}
