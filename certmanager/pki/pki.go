@@ -72,13 +72,13 @@ const (
 )
 
 var (
-	oidCommonName       = asn1.ObjectIdentifier{2, 5, 4, 3}
-	oidOrganization     = asn1.ObjectIdentifier{2, 5, 4, 10}
-	oidExtSKI           = asn1.ObjectIdentifier{2, 5, 29, 14}
-	oidExtKeyUsage      = asn1.ObjectIdentifier{2, 5, 29, 15}
-	oidExtBasicConstr   = asn1.ObjectIdentifier{2, 5, 29, 19}
-	oidExtExtKeyUsage   = asn1.ObjectIdentifier{2, 5, 29, 37}
-	oidExtKeyUsageClien = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 3, 2}
+	oidCommonName            = asn1.ObjectIdentifier{2, 5, 4, 3}
+	oidOrganization          = asn1.ObjectIdentifier{2, 5, 4, 10}
+	oidExtSKI                = asn1.ObjectIdentifier{2, 5, 29, 14}
+	oidExtKeyUsage           = asn1.ObjectIdentifier{2, 5, 29, 15}
+	oidExtBasicConstr        = asn1.ObjectIdentifier{2, 5, 29, 19}
+	oidExtExtKeyUsage        = asn1.ObjectIdentifier{2, 5, 29, 37}
+	oidExtKeyUsageClientAuth = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 3, 2}
 )
 
 // oidNames maps an extension OID to the short name cryptography's _OID_NAMES
@@ -215,7 +215,7 @@ func (is Issuer) NewClient(pub crypto.PublicKey, commonName, organization string
 	if err != nil {
 		return nil, err
 	}
-	eku, err := asn1.Marshal([]asn1.ObjectIdentifier{oidExtKeyUsageClien})
+	eku, err := asn1.Marshal([]asn1.ObjectIdentifier{oidExtKeyUsageClientAuth})
 	if err != nil {
 		return nil, err
 	}
