@@ -62,6 +62,10 @@ const (
 // the keys of two cluster creates.
 const DefaultKeyPoolSize = 8
 
+// BarbicanOptions are the [keystone_auth] and [barbican_client] settings of
+// the barbican backend.
+type BarbicanOptions = store.BarbicanOptions
+
 // Options configure the Manager. Zero values mean Magnum's defaults.
 type Options struct {
 	// CertManagerType is [certificates]cert_manager_type: "barbican"
@@ -72,7 +76,7 @@ type Options struct {
 	StoragePath string
 	// Barbican holds [keystone_auth] and [barbican_client] for the barbican
 	// backend.
-	Barbican store.BarbicanOptions
+	Barbican BarbicanOptions
 
 	// AllowCA, AllowedExtensions, AllowedKeyUsage, TermOfValidity (days) and
 	// RSAKeySize are the [x509] group. Nil lists mean the defaults

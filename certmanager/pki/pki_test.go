@@ -262,6 +262,15 @@ func TestSignCSRFiltersExtensionsAsMagnum(t *testing.T) {
 			},
 		},
 		{
+			name: "empty subject is signed as Magnum does",
+			spec: csrSpec{dns: []string{"only-san"}},
+			check: func(t *testing.T, c *x509.Certificate) {
+				if len(c.Subject.Names) != 0 || c.DNSNames[0] != "only-san" {
+					t.Fatalf("subject %v", c.Subject)
+				}
+			},
+		},
+		{
 			name: "CSR carrying SKI is signed and keeps it (§K.8)",
 			spec: csrSpec{subject: pkix.Name{CommonName: "x"}, exts: []pkix.Extension{ski}},
 			check: func(t *testing.T, c *x509.Certificate) {
