@@ -338,6 +338,11 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 		return err
 	}
 	r := c.opts.Rabbit
+	if r.QoSPrefetchCount > 0 {
+		if err := ch.Qos(r.QoSPrefetchCount, 0, false); err != nil {
+			return err
+		}
+	}
 	if _, err := ch.QueueDeclare(c.replyQ, false, false, false, false, amqp.Table(r.queueArgs(r.TransientQueuesTTL, false))); err != nil {
 		return err
 	}

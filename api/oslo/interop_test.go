@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -90,6 +92,26 @@ func interopDispatcher(t *testing.T, rec *recorder) *Dispatcher {
 	})); err != nil {
 		t.Fatal(err)
 	}
+	raw, err := os.ReadFile("testdata/vectors/failure_reply.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Failures []struct {
+			FailureDecoded Failure `json:"failure_decoded"`
+		} `json:"failures"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// raise_vector(value=i) fails as the i-th recorded failure class did.
+	if err := d.Handle("raise_vector", Method(func(ctx context.Context, a echoArgs) (any, error) {
+		i, _ := a.Value.(float64)
+		f := doc.Failures[int(i)].FailureDecoded
+		return nil, f.Error()
+	})); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Handle("not_supported", Method(func(ctx context.Context, _ NoArgs) (any, error) {
 		return nil, exception.NotSupported("Resizing")
 	})); err != nil {
@@ -107,7 +129,7 @@ func TestInteropPythonClientCallsGoServer(t *testing.T) {
 	e.startServer(interopDispatcher(t, rec))
 	py := startPython(t, "client", brokerURL, e.opts.ControlExchange, e.topic)
 	got := map[string]map[string]any{}
-	for len(got) < 13 {
+	for len(got) < 13+13 {
 		m := py.next(t, 60*time.Second)
 		got[m["check"].(string)] = m
 	}
@@ -125,6 +147,36 @@ func TestInteropPythonClientCallsGoServer(t *testing.T) {
 			}
 		}
 		return false
+	}
+	// Every failure class the reference sent is rebuilt by Python exactly
+	// as it rebuilt the reference's.
+	vb, _ := os.ReadFile("testdata/vectors/failure_reply.json")
+	var vdoc struct {
+		Failures []struct {
+			FailureDecoded Failure `json:"failure_decoded"`
+		} `json:"failures"`
+	}
+	if err := json.Unmarshal(vb, &vdoc); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vdoc.Failures {
+		f := v.FailureDecoded
+		e := errOf(fmt.Sprintf("vector_%d", i))
+		switch f.Module {
+		case exception.ModuleMagnum:
+			if e["type"] != f.Class+"_Remote" || !hasMRO(e, f.Module+"."+f.Class) || e["str"] != f.Message {
+				t.Errorf("vector %d %s: %v", i, f.Class, e)
+			}
+			jsonEqual(t, f.Class+" kwargs", e["kwargs"], f.Kwargs)
+		case exception.ModuleBuiltins:
+			if e["type"] != f.Class || e["str"] != f.Message {
+				t.Errorf("vector %d %s: %v", i, f.Class, e)
+			}
+		default:
+			if e["type"] != "RemoteError" || e["exc_type"] != f.Class || e["value"] != f.Message {
+				t.Errorf("vector %d %s: %v", i, f.Class, e)
+			}
+		}
 	}
 	if got["ping"]["result"] != true {
 		t.Errorf("ping: %v", got["ping"])

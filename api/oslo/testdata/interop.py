@@ -84,6 +84,17 @@ def client(url, exchange, topic):
         out(check='call_monitor', ok=True, result=res)
     except Exception as exc:  # noqa
         out(check='call_monitor', ok=False, error=describe(exc))
+    import os
+    vectors = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'vectors', 'failure_reply.json')
+    with open(vectors) as f:
+        failures = json.load(f)['failures']
+    for i, _ in enumerate(failures):
+        try:
+            c.call(CTX, 'raise_vector', value=i)
+            out(check='vector_%d' % i, ok=True)
+        except Exception as exc:  # noqa
+            out(check='vector_%d' % i, ok=False, error=describe(exc))
     c.cast(CTX, 'record', value=1, note='python-cast')
     c.prepare(fanout=True).cast(CTX, 'record', value=1, note='python-fanout')
     out(check='casts', ok=True)
