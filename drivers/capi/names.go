@@ -75,7 +75,7 @@ func capiNameFor(c *objects.Cluster) string {
 
 // mdNameFor is the topology MachineDeployment name of a nodegroup.
 func mdNameFor(ng *objects.NodeGroup) string {
-	n := sanitize(ng.Name, 30)
+	n := sanitize(ng.Name, 20)
 	if n == "" {
 		n = "ng-" + sanitize(strings.ReplaceAll(ng.UUID, "-", ""), 8)
 	}

@@ -1,0 +1,933 @@
+package capi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
+)
+
+// server is the one API server of this test binary (apiserver-testing.md
+// gotcha 10), started by TestMain unless -short.
+var server *apitest.Server
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	start := time.Now()
+	s, err := startServer(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capi integration tests: cannot start the test API server:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "capi: test API server with CAPI and CAPO CRDs ready in %s\n", time.Since(start).Round(time.Millisecond))
+	server = s
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
+
+func startServer(ctx context.Context) (*apitest.Server, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	version, err := apitest.CAPIVersion(ctx, wd)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := apitest.CAPIModuleDir(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	files, err := apitest.CRDFiles(dir, filepath.Join(wd, "testdata/crds/capo"), filepath.Join(wd, "testdata/crds/extra"))
+	if err != nil {
+		return nil, err
+	}
+	return apitest.Start(ctx, func(string, ...any) {}, files)
+}
+
+func needServer(t testing.TB) {
+	t.Helper()
+	if server == nil {
+		t.Skip("integration test: needs the in-process API server (not started with -short)")
+	}
+}
+
+// countingConfig counts every request sent through the returned config.
+func countingConfig(n *atomic.Int64) *rest.Config {
+	cfg := rest.CopyConfig(server.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type env struct {
+	d        *Driver
+	dyn      dynamic.Interface
+	core     *memCore
+	creds    *fakeCreds
+	store    *memStore
+	requests atomic.Int64
+	project  string
+	now      atomic.Pointer[time.Time]
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newEnv(t testing.TB) *env {
+	needServer(t)
+	e := &env{core: newMemCore(), creds: &fakeCreds{},
+		store: &memStore{templates: map[string]*objects.ClusterTemplate{}, ngs: map[string][]*objects.NodeGroup{}}, project: randHex(16)}
+	now := time.Now()
+	e.now.Store(&now)
+	dyn, err := dynamic.NewForConfig(countingConfig(&e.requests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.dyn = dyn
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	d, err := New(Options{CreateTimeout: time.Hour}, Deps{Dynamic: dyn, Core: e.core, Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
+		Now: func() time.Time { return *e.now.Load() }}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	if err := d.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	e.d = d
+	return e
+}
+
+// newCluster stores a template and nodegroups for a new cluster: one
+// master nodegroup and the given workers (name → count).
+func (e *env) newCluster(name string, labels map[string]string, workers ...*objects.NodeGroup) *objects.Cluster {
+	uuid := randHex(4) + "-" + randHex(2) + "-" + randHex(2) + "-" + randHex(2) + "-" + randHex(6)
+	tmpl := &objects.ClusterTemplate{UUID: ptr("tmpl-" + randHex(4)), ImageID: ptr("img-1"), FlavorID: ptr("m1.large"),
+		MasterFlavorID: ptr("m1.medium"), ExternalNetworkID: ptr("ext-net"), DNSNameserver: ptr("8.8.8.8,1.1.1.1"),
+		Labels: map[string]string{"kube_tag": "v1.33.4"}, Coe: "kubernetes"}
+	c := &objects.Cluster{UUID: ptr(uuid), Name: ptr(name), ProjectID: ptr(e.project), UserID: ptr("user-1"),
+		ClusterTemplateID: tmpl.UUID, Keypair: ptr("kp"), Labels: labels, FloatingIPEnabled: true, MasterLBEnabled: true,
+		Status: objects.CreateInProgress}
+	ngs := []*objects.NodeGroup{{UUID: "ng-master-" + randHex(3), Name: "default-master", Role: objects.RoleMaster, NodeCount: 1,
+		IsDefault: true, ClusterID: uuid, Status: objects.CreateInProgress}}
+	for _, w := range workers {
+		w.ClusterID, w.Role, w.Status = uuid, objects.RoleWorker, objects.CreateInProgress
+		if w.UUID == "" {
+			w.UUID = "ng-" + w.Name + "-" + randHex(3)
+		}
+		ngs = append(ngs, w)
+	}
+	e.store.mu.Lock()
+	e.store.templates[*tmpl.UUID] = tmpl
+	e.store.ngs[uuid] = ngs
+	e.store.mu.Unlock()
+	return c
+}
+
+func (e *env) nodeGroups(c *objects.Cluster) []*objects.NodeGroup {
+	ngs, _ := e.store.ListClusterNodeGroups(context.Background(), deref(c.UUID))
+	return ngs
+}
+
+func (e *env) getCluster(t testing.TB, r ref) *clusterv1.Cluster {
+	t.Helper()
+	u, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Get(context.Background(), r.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &clusterv1.Cluster{}
+	if err := fromUnstructured(u.Object, cl); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within 30 s; last state: %s", what, last)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// sync runs UpdateClusterStatus until the cluster reaches want.
+func (e *env) syncUntil(t testing.TB, c *objects.Cluster, want string, reasonContains string) {
+	t.Helper()
+	eventually(t, "cluster "+want, func() (bool, string) {
+		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+		return c.Status == want && strings.Contains(deref(c.StatusReason), reasonContains),
+			c.Status + ": " + deref(c.StatusReason)
+	})
+}
+
+func variableValue(t testing.TB, vars []clusterv1.ClusterVariable, name string) any {
+	t.Helper()
+	for _, v := range vars {
+		if v.Name == name {
+			var out any
+			if err := json.Unmarshal(v.Value.Raw, &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.newCluster("Prod Cluster", map[string]string{"kube_tag": "v1.33.4", "boot_volume_size": "40", "availability_zone": "az1"},
+		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, IsDefault: true},
+		&objects.NodeGroup{Name: "gpu", NodeCount: 1, FlavorID: ptr("g1.xlarge"), Labels: map[string]string{"availability_zone": "az2"}})
+	e.store.ngs[*c.UUID][0].NodeCount = 3
+	if err := e.d.CreateCluster(ctx, c, 30); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := refOf(c)
+	if !ok || r.Namespace != "magnum-"+e.project || !strings.HasPrefix(r.Name, "prod-cluster-") || !isDNSLabel(r.Name) {
+		t.Fatalf("stack_id = %q", deref(c.StackID))
+	}
+	cl := e.getCluster(t, r)
+	topo := cl.Spec.Topology
+	if topo.ClassRef.Name != "magnum-v1" || topo.Version != "v1.33.4" || deref(topo.ControlPlane.Replicas) != 3 {
+		t.Errorf("topology class=%s version=%s cp=%d", topo.ClassRef.Name, topo.Version, deref(topo.ControlPlane.Replicas))
+	}
+	mds := topo.Workers.MachineDeployments
+	if len(mds) != 2 || mds[0].Name != "default-worker" || deref(mds[0].Replicas) != 2 || mds[0].FailureDomain != "az1" ||
+		mds[1].Name != "gpu" || deref(mds[1].Replicas) != 1 || mds[1].FailureDomain != "az2" || mds[0].Class != workerClass {
+		t.Errorf("machine deployments = %+v", mds)
+	}
+	if len(mds) == 2 && (len(mds[1].Variables.Overrides) != 1 || string(mds[1].Variables.Overrides[0].Value.Raw) != `"g1.xlarge"`) {
+		t.Errorf("gpu overrides = %+v", mds[1].Variables.Overrides)
+	}
+	for name, want := range map[string]string{
+		"imageID": `"img-1"`, "controlPlaneFlavor": `"m1.medium"`, "flavor": `"m1.large"`, "sshKeyName": `"kp"`,
+		"externalNetworkId": `"ext-net"`, "identityRefName": `"` + r.Name + `-cloud-credentials"`,
+	} {
+		if got, _ := json.Marshal(variableValue(t, topo.Variables, name)); string(got) != want {
+			t.Errorf("variable %s = %s, want %s", name, got, want)
+		}
+	}
+	if got, _ := json.Marshal(variableValue(t, topo.Variables, "bootVolume")); string(got) != `{"size":40,"type":""}` {
+		t.Errorf("bootVolume = %s", got)
+	}
+	if got, _ := json.Marshal(variableValue(t, topo.Variables, "apiServerLoadBalancer")); !strings.Contains(string(got), `"enabled":true`) {
+		t.Errorf("apiServerLoadBalancer = %s", got)
+	}
+	if got, _ := json.Marshal(variableValue(t, topo.Variables, "dnsNameservers")); string(got) != `["8.8.8.8","1.1.1.1"]` {
+		t.Errorf("dnsNameservers = %s", got)
+	}
+	if cl.Labels[LabelClusterUUID] != *c.UUID || cl.Labels[LabelProjectID] != e.project ||
+		topo.ControlPlane.Metadata.Labels[LabelClusterUUID] != *c.UUID || mds[0].Metadata.Labels[LabelNodeGroupUUID] == "" {
+		t.Errorf("labels: cluster %v, control plane %v", cl.Labels, topo.ControlPlane.Metadata.Labels)
+	}
+	if cl.Annotations[annotationTemplateID] != *c.ClusterTemplateID || cl.Annotations[annotationCreateDeadline] == "" {
+		t.Errorf("annotations = %v", cl.Annotations)
+	}
+	applied := false
+	for _, mf := range cl.ManagedFields {
+		applied = applied || (mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)
+	}
+	if !applied {
+		t.Errorf("Cluster not server-side applied by %s: %+v", FieldManager, cl.ManagedFields)
+	}
+	// The ClusterClass bundle lives in the project namespace.
+	for _, o := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{gvrClusterClass, "magnum-v1"},
+		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclustertemplates"}, "magnum-v1"},
+		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}, "magnum-v1-worker"},
+		{schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanetemplates"}, "magnum-v1-control-plane"},
+		{schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}, "magnum-v1-worker"},
+	} {
+		if _, err := e.dyn.Resource(o.gvr).Namespace(r.Namespace).Get(ctx, o.name, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s %s: %v", o.gvr.Resource, o.name, err)
+		}
+	}
+	// CA Secrets as CAPI expects them, and the CAPO identity.
+	for _, kind := range []CAKind{CAKubernetes, CAEtcd, CAFrontProxy} {
+		s := e.core.secret(r.Namespace, r.Name+"-"+string(kind))
+		if s == nil {
+			t.Errorf("secret %s-%s missing", r.Name, kind)
+			continue
+		}
+		if s.Type != clusterv1.ClusterSecretType || string(s.Data["tls.crt"]) != "CERT "+string(kind)+" "+*c.UUID ||
+			string(s.Data["tls.key"]) != "KEY "+string(kind) || s.Labels[clusterv1.ClusterNameLabel] != r.Name || s.Labels[LabelClusterUUID] != *c.UUID {
+			t.Errorf("secret %s: type %s labels %v", s.Name, s.Type, s.Labels)
+		}
+	}
+	cred := e.core.secret(r.Namespace, r.Name+"-cloud-credentials")
+	if cred == nil || !strings.Contains(string(cred.Data["clouds.yaml"]), `application_credential_id: "appcred-1"`) ||
+		cred.Annotations[annotationCredentialID] != "appcred-1" {
+		t.Errorf("cloud credentials secret = %+v", cred)
+	}
+}
+
+func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCluster("bad", map[string]string{"kube_tag": "latest"}, &objects.NodeGroup{Name: "w", NodeCount: 1})
+	err := e.d.CreateCluster(context.Background(), c, 0)
+	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "kube_tag") {
+		t.Fatalf("err = %v, want InvalidParameterValue naming kube_tag", err)
+	}
+	if c.StackID != nil || len(e.core.namespaces) != 0 || e.core.applies != 0 {
+		t.Errorf("wrote before validating: stack_id %v, namespaces %v", c.StackID, e.core.namespaces)
+	}
+	c2 := e.newCluster("even", nil, &objects.NodeGroup{Name: "w", NodeCount: 1})
+	e.store.ngs[*c2.UUID][0].NodeCount = 2
+	if err := e.d.CreateCluster(context.Background(), c2, 0); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+		t.Errorf("even master count: err = %v", err)
+	}
+}
+
+// capi plays the Cluster API controllers: it writes objects and /status.
+type capi struct {
+	t   testing.TB
+	e   *env
+	r   ref
+	c   *objects.Cluster
+	gen map[string]int64
+}
+
+func (p *capi) create(gvr schema.GroupVersionResource, obj any) *unstructured.Unstructured {
+	p.t.Helper()
+	u, err := toUnstructured(obj)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got, err := p.e.dyn.Resource(gvr).Namespace(p.r.Namespace).Create(context.Background(), u, metav1.CreateOptions{})
+	if err != nil {
+		p.t.Fatalf("create %s: %v", gvr.Resource, err)
+	}
+	return got
+}
+
+// status replaces the status of an object (retrying on conflicts).
+func (p *capi) status(gvr schema.GroupVersionResource, name string, mutate func(u *unstructured.Unstructured) any) {
+	p.t.Helper()
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		u, err := p.e.dyn.Resource(gvr).Namespace(p.r.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			p.t.Fatalf("get %s %s: %v", gvr.Resource, name, err)
+		}
+		st, err := toUnstructuredMap(mutate(u))
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		u.Object["status"] = st
+		_, err = p.e.dyn.Resource(gvr).Namespace(p.r.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 5 {
+			p.t.Fatalf("update status of %s %s: %v", gvr.Resource, name, err)
+		}
+	}
+}
+
+func toUnstructuredMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(b, &m)
+}
+
+func (p *capi) ownedMeta(name string, extra map[string]string) metav1.ObjectMeta {
+	l := map[string]string{clusterv1.ClusterNameLabel: p.r.Name, LabelClusterUUID: *p.c.UUID}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: p.r.Namespace, Labels: l}
+}
+
+func infraRef(kind, name string) clusterv1.ContractVersionedObjectReference {
+	return clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: kind, Name: name}
+}
+
+func (p *capi) machineDeployment(ng string, replicas int32) {
+	md := &clusterv1.MachineDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment"},
+		ObjectMeta: p.ownedMeta(p.r.Name+"-"+ng, map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: ng}),
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: p.r.Name, Replicas: &replicas,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: ng}},
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{ClusterName: p.r.Name,
+				Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr("bootstrap")}, InfrastructureRef: infraRef("OpenStackMachineTemplate", "w")}},
+		},
+	}
+	p.create(gvrMD, md)
+}
+
+func (p *capi) mdStatus(ng string, replicas, upToDate, available int32, conds ...metav1.Condition) {
+	p.status(gvrMD, p.r.Name+"-"+ng, func(u *unstructured.Unstructured) any {
+		return clusterv1.MachineDeploymentStatus{ObservedGeneration: u.GetGeneration(), Replicas: &replicas,
+			UpToDateReplicas: &upToDate, AvailableReplicas: &available, ReadyReplicas: &available, Conditions: conds}
+	})
+}
+
+func (p *capi) machine(name, ng, serverID, ip string, controlPlane bool) {
+	extra := map[string]string{}
+	if controlPlane {
+		extra[clusterv1.MachineControlPlaneLabel] = ""
+	} else {
+		extra[clusterv1.ClusterTopologyMachineDeploymentNameLabel] = ng
+	}
+	m := &clusterv1.Machine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine"},
+		ObjectMeta: p.ownedMeta(name, extra),
+		Spec: clusterv1.MachineSpec{ClusterName: p.r.Name, Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr("bootstrap")},
+			InfrastructureRef: infraRef("OpenStackMachine", name), ProviderID: "openstack:///" + serverID},
+	}
+	p.create(gvrMachine, m)
+	p.status(gvrMachine, name, func(*unstructured.Unstructured) any {
+		return clusterv1.MachineStatus{Addresses: clusterv1.MachineAddresses{{Type: clusterv1.MachineInternalIP, Address: ip}},
+			NodeRef: clusterv1.MachineNodeReference{Name: name + "-node"}}
+	})
+}
+
+func (p *capi) controlPlane(replicas int32, version string) {
+	kcp := map[string]any{
+		"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+		"metadata": p.ownedMeta(p.r.Name+"-cp", nil),
+		"spec": map[string]any{"replicas": replicas, "version": version,
+			"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": infraRef("OpenStackMachineTemplate", "cp")}}},
+	}
+	p.create(gvrKCP, kcp)
+	p.status(gvrKCP, p.r.Name+"-cp", func(u *unstructured.Unstructured) any {
+		return map[string]any{"observedGeneration": u.GetGeneration(), "replicas": replicas, "readyReplicas": replicas,
+			"availableReplicas": replicas, "upToDateReplicas": replicas, "version": version,
+			"conditions": []metav1.Condition{condition("Available", T, "Available", ""), condition("RollingOut", F, "NotRollingOut", ""),
+				condition("ScalingUp", F, "NotScalingUp", ""), condition("ScalingDown", F, "NotScalingDown", "")}}
+	})
+}
+
+func (p *capi) clusterStatus(mutate func(st *clusterv1.ClusterStatus)) {
+	p.status(gvrCluster, p.r.Name, func(u *unstructured.Unstructured) any {
+		st := clusterv1.ClusterStatus{ObservedGeneration: u.GetGeneration()}
+		mutate(&st)
+		return st
+	})
+}
+
+// createdCluster creates a cluster with one master and the given workers and
+// plays CAPI until it is CREATE_COMPLETE.
+func createdCluster(t *testing.T, e *env, workers map[string]int32) (*objects.Cluster, *capi) {
+	t.Helper()
+	var ngs []*objects.NodeGroup
+	for _, name := range []string{"default-worker", "extra"} {
+		if n, ok := workers[name]; ok {
+			ngs = append(ngs, &objects.NodeGroup{Name: name, NodeCount: int64(n)})
+		}
+	}
+	c := e.newCluster("lifecycle", map[string]string{"kube_tag": "v1.33.4"}, ngs...)
+	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := refOf(c)
+	p := &capi{t: t, e: e, r: r, c: c}
+	p.controlPlane(1, "v1.33.4")
+	p.machine(r.Name+"-cp-0", "", "srv-cp-0", "10.0.0.10", true)
+	for _, ng := range ngs {
+		n := int32(ng.NodeCount)
+		p.machineDeployment(ng.Name, n)
+		p.mdStatus(ng.Name, n, n, n, settledMDConds()...)
+		for i := int32(0); i < n; i++ {
+			p.machine(fmt.Sprintf("%s-%s-%d", r.Name, ng.Name, i), ng.Name, fmt.Sprintf("srv-%s-%d", ng.Name, i), fmt.Sprintf("10.0.1.%d", 10+i), false)
+		}
+	}
+	// CAPI sets the endpoint in spec (a generation bump), then reports.
+	patch := `{"spec":{"controlPlaneEndpoint":{"host":"203.0.113.7","port":6443}}}`
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(context.Background(), r.Name, "application/merge-patch+json",
+		[]byte(patch), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = healthyConds()
+		st.ControlPlane = &clusterv1.ClusterControlPlaneStatus{Versions: []clusterv1.StatusVersion{{Version: "v1.33.4", Replicas: 1}}}
+	})
+	e.syncUntil(t, c, objects.CreateComplete, "")
+	// Every Machine is in the cache (each informer has its own watch).
+	eventually(t, "machines cached", func() (bool, string) {
+		_ = e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c))
+		for _, ng := range e.nodeGroups(c) {
+			if int64(len(ng.NodeAddresses)) != ng.NodeCount {
+				return false, fmt.Sprintf("%s has %v", ng.Name, ng.NodeAddresses)
+			}
+		}
+		return true, ""
+	})
+	return c, p
+}
+
+func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCluster("status", map[string]string{"kube_tag": "v1.33.4"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 2})
+	if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != objects.CreateInProgress || deref(c.StatusReason) != "waiting for Cluster" {
+		t.Errorf("before create: %s %q", c.Status, deref(c.StatusReason))
+	}
+	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := refOf(c)
+	p := &capi{t: t, e: e, r: r, c: c}
+	e.syncUntil(t, c, objects.CreateInProgress, "InfrastructureReady not reported yet")
+
+	// The infrastructure reports a quota problem on a machine.
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = []metav1.Condition{condition("InfrastructureReady", F, "NotReady", "OpenStackCluster is not ready")}
+	})
+	osm := map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "OpenStackMachine",
+		"metadata": p.ownedMeta(r.Name+"-cp-x", nil), "spec": map[string]any{"flavor": "m1.medium", "image": map[string]any{"id": "img-1"}}}
+	p.create(gvrOSM, osm)
+	p.status(gvrOSM, r.Name+"-cp-x", func(*unstructured.Unstructured) any {
+		return map[string]any{"conditions": []metav1.Condition{condition("InstanceReady", F, "InstanceCreateFailed",
+			"Quota exceeded for cores: Requested 4, but already used 20 of 20 cores")}}
+	})
+	e.syncUntil(t, c, objects.CreateInProgress, "Quota exceeded for cores")
+	if !strings.Contains(deref(c.StatusReason), "InfrastructureReady False (NotReady): OpenStackCluster is not ready") {
+		t.Errorf("reason = %q", deref(c.StatusReason))
+	}
+
+	// Past the create timeout the cluster fails with that reason.
+	later := time.Now().Add(2 * time.Hour)
+	e.now.Store(&later)
+	e.syncUntil(t, c, objects.CreateFailed, "timed out: InfrastructureReady False")
+	now := time.Now()
+	e.now.Store(&now)
+	if err := e.dyn.Resource(gvrOSM).Namespace(r.Namespace).Delete(context.Background(), r.Name+"-cp-x", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// CAPI catches up: objects exist, the cluster is available.
+	c.Status = objects.CreateInProgress
+	for _, ng := range e.nodeGroups(c) {
+		ng.Status = objects.CreateInProgress
+	}
+	p.controlPlane(1, "v1.33.4")
+	p.machine(r.Name+"-cp-0", "", "srv-cp-0", "10.0.0.10", true)
+	p.machineDeployment("default-worker", 2)
+	p.mdStatus("default-worker", 2, 1, 1, condition("Available", F, "NotAvailable", "1 available replicas, at least 2 required"))
+	p.machine(r.Name+"-w-0", "default-worker", "srv-w-0", "10.0.1.10", false)
+	p.machine(r.Name+"-w-1", "default-worker", "srv-w-1", "10.0.1.11", false)
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = withCond(healthyConds(), condition("WorkersAvailable", F, "NotAvailable", "MachineDeployment default-worker: 1 available replicas, at least 2 required"))
+		st.Conditions = withCond(st.Conditions, condition("Available", F, "NotAvailable", "WorkersAvailable is False"))
+	})
+	e.syncUntil(t, c, objects.CreateInProgress, "WorkersAvailable False (NotAvailable): MachineDeployment default-worker")
+	p.mdStatus("default-worker", 2, 2, 2, settledMDConds()...)
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(context.Background(), r.Name, "application/merge-patch+json",
+		[]byte(`{"spec":{"controlPlaneEndpoint":{"host":"203.0.113.7","port":6443}}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = healthyConds()
+		st.ControlPlane = &clusterv1.ClusterControlPlaneStatus{Versions: []clusterv1.StatusVersion{{Version: "v1.33.4", Replicas: 1}}}
+	})
+	e.syncUntil(t, c, objects.CreateComplete, "")
+	if c.StatusReason != nil {
+		t.Errorf("status_reason not cleared: %q", *c.StatusReason)
+	}
+	if deref(c.APIAddress) != "https://203.0.113.7:6443" || deref(c.CoeVersion) != "v1.33.4" {
+		t.Errorf("api_address %q coe_version %q", deref(c.APIAddress), deref(c.CoeVersion))
+	}
+	for _, ng := range e.nodeGroups(c) {
+		want := []string{"10.0.1.10", "10.0.1.11"}
+		if ng.Role == objects.RoleMaster {
+			want = []string{"10.0.0.10"}
+		}
+		if ng.Status != objects.CreateComplete || strings.Join(ng.NodeAddresses, ",") != strings.Join(want, ",") {
+			t.Errorf("nodegroup %s: %s %v, want CREATE_COMPLETE %v", ng.Name, ng.Status, ng.NodeAddresses, want)
+		}
+	}
+	// Monitor: the probe is not reported, so the api component says so.
+	mon, err := e.d.Monitor(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := mon.PollHealth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != objects.Unhealthy || h.Reason["api"] != "RemoteConnectionProbe not reported" || h.Reason["default-worker"] != "ok" || h.Reason["controlplane"] != "ok" {
+		t.Errorf("health = %+v", h)
+	}
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = append(healthyConds(), condition("RemoteConnectionProbe", T, "ProbeSucceeded", ""))
+	})
+	eventually(t, "HEALTHY", func() (bool, string) {
+		h, _ := mon.PollHealth(context.Background())
+		return h.Status == objects.Healthy, fmt.Sprint(h)
+	})
+}
+
+func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1, "extra": 1})
+	// The extra nodegroup's MachineDeployment disappears while its row says
+	// UPDATE_IN_PROGRESS, and a nodegroup the topology never had is listed.
+	if err := e.dyn.Resource(gvrMD).Namespace(p.r.Namespace).Delete(context.Background(), p.r.Name+"-extra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.Status = objects.UpdateInProgress
+	ngs := e.nodeGroups(c)
+	ngs[2].Status = objects.UpdateInProgress
+	ghost := &objects.NodeGroup{Name: "ghost", Role: objects.RoleWorker, Status: objects.DeleteInProgress, UUID: "ghost"}
+	ngs = append(ngs, ghost)
+	eventually(t, "extra MD gone from the cache", func() (bool, string) {
+		if err := e.d.UpdateClusterStatus(context.Background(), c, ngs); err != nil {
+			t.Fatal(err)
+		}
+		return deref(ngs[2].StatusReason) == "waiting for the MachineDeployment", deref(ngs[2].StatusReason)
+	})
+	if ghost.Status != objects.DeleteComplete {
+		t.Errorf("ghost nodegroup = %s, want DELETE_COMPLETE", ghost.Status)
+	}
+	if c.Status != objects.UpdateInProgress || !strings.Contains(deref(c.StatusReason), "extra UPDATE_IN_PROGRESS") {
+		t.Errorf("cluster = %s %q", c.Status, deref(c.StatusReason))
+	}
+	// A cluster whose stack_id points nowhere.
+	lost := &objects.Cluster{UUID: ptr("lost"), StackID: ptr("magnum-nowhere/none"), Status: objects.CreateInProgress}
+	if err := e.d.UpdateClusterStatus(context.Background(), lost, nil); err != nil || deref(lost.StatusReason) != "waiting for Cluster" {
+		t.Errorf("lost cluster: %v %q", err, deref(lost.StatusReason))
+	}
+}
+
+func TestResizeWithNodesToRemove(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 3})
+	ng := e.nodeGroups(c)[1]
+	// Unknown nodes are refused before any write.
+	err := e.d.ResizeCluster(context.Background(), c, nil, 2, []string{"srv-nope"}, ng)
+	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+		t.Fatalf("unknown node: err = %v", err)
+	}
+	if ng.NodeCount != 3 {
+		t.Errorf("node_count changed on refusal: %d", ng.NodeCount)
+	}
+	// By server UUID and by node name.
+	if err := e.d.ResizeCluster(context.Background(), c, nil, 1, []string{"srv-default-worker-1", p.r.Name + "-default-worker-2-node"}, ng); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"", "yes", "yes"} {
+		u, err := e.dyn.Resource(gvrMachine).Namespace(p.r.Namespace).Get(context.Background(), fmt.Sprintf("%s-default-worker-%d", p.r.Name, i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.GetAnnotations()[clusterv1.DeleteMachineAnnotation]; got != want {
+			t.Errorf("machine %d delete annotation = %q, want %q", i, got, want)
+		}
+	}
+	cl := e.getCluster(t, p.r)
+	if got := deref(cl.Spec.Topology.Workers.MachineDeployments[0].Replicas); got != 1 {
+		t.Errorf("replicas = %d, want 1", got)
+	}
+	if ng.NodeCount != 1 || ng.Status != objects.UpdateInProgress {
+		t.Errorf("nodegroup = %d %s", ng.NodeCount, ng.Status)
+	}
+	// Master resizes keep an odd count.
+	if err := e.d.ResizeCluster(context.Background(), c, nil, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+		t.Errorf("even master resize: %v", err)
+	}
+}
+
+func TestAutoscaledNodeGroupLeavesReplicasToTheAutoscaler(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCluster("auto", map[string]string{"kube_tag": "v1.33.4", "auto_scaling_enabled": "true"},
+		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(5))})
+	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := refOf(c)
+	md := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]
+	if md.Replicas != nil || md.Metadata.Annotations[clusterv1.AutoscalerMinSizeAnnotation] != "1" || md.Metadata.Annotations[clusterv1.AutoscalerMaxSizeAnnotation] != "5" {
+		t.Fatalf("autoscaled topology = %+v", md)
+	}
+	// The autoscaler (another manager) sets replicas; re-applying the
+	// topology must not take them back or conflict.
+	u, _ := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Get(context.Background(), r.Name, metav1.GetOptions{})
+	patch := `[{"op":"add","path":"/spec/topology/workers/machineDeployments/0/replicas","value":4}]`
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(context.Background(), u.GetName(), "application/json-patch+json",
+		[]byte(patch), metav1.PatchOptions{FieldManager: "cluster-autoscaler"}); err != nil {
+		t.Fatal(err)
+	}
+	ng := e.nodeGroups(c)[1]
+	ng.Labels = map[string]string{"auto_scaling_enabled": "true"}
+	if err := e.d.UpdateNodeGroup(context.Background(), c, ng); err != nil {
+		t.Fatal(err)
+	}
+	if got := deref(e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0].Replicas); got != 4 {
+		t.Errorf("replicas after re-apply = %d, want the autoscaler's 4", got)
+	}
+}
+
+func TestUpgradeRefusedThenAccepted(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 2})
+	oldTemplate := deref(c.ClusterTemplateID)
+	skip := &objects.ClusterTemplate{UUID: ptr("tmpl-skip"), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.medium"),
+		Labels: map[string]string{"kube_tag": "v1.35.0"}}
+	before := e.getCluster(t, p.r)
+	err := e.d.UpgradeCluster(context.Background(), c, skip, 1, nil, nil, false)
+	if !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "skips a minor version") {
+		t.Fatalf("minor skip: err = %v", err)
+	}
+	down := &objects.ClusterTemplate{UUID: ptr("tmpl-down"), ImageID: ptr("img-0"), Labels: map[string]string{"kube_tag": "v1.32.0"}}
+	if err := e.d.UpgradeCluster(context.Background(), c, down, 1, nil, nil, false); !errors.Is(err, exception.New("NotSupported", nil)) {
+		t.Fatalf("downgrade: err = %v", err)
+	}
+	if after := e.getCluster(t, p.r); after.ResourceVersion != before.ResourceVersion || deref(c.ClusterTemplateID) != oldTemplate || c.Status != objects.CreateComplete {
+		t.Fatalf("refused upgrade wrote: rv %s→%s template %s status %s", before.ResourceVersion, after.ResourceVersion, deref(c.ClusterTemplateID), c.Status)
+	}
+
+	// Accepted from UPDATE_FAILED (mcapi#373).
+	c.Status = objects.UpdateFailed
+	next := &objects.ClusterTemplate{UUID: ptr("tmpl-next"), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.medium"),
+		Labels: map[string]string{"kube_tag": "v1.34.1"}}
+	if err := e.d.UpgradeCluster(context.Background(), c, next, 2, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	cl := e.getCluster(t, p.r)
+	if cl.Spec.Topology.Version != "v1.34.1" || variableValue(t, cl.Spec.Topology.Variables, "imageID") != "img-2" ||
+		cl.Annotations[annotationPreviousTemplateID] != oldTemplate || cl.Annotations[annotationTemplateID] != "tmpl-next" {
+		t.Errorf("upgraded cluster: version %s annotations %v", cl.Spec.Topology.Version, cl.Annotations)
+	}
+	if ms := cl.Spec.Topology.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge; ms == nil || ms.IntValue() != 2 {
+		t.Errorf("max_batch_size not honoured: maxSurge %v", ms)
+	}
+	if deref(c.ClusterTemplateID) != "tmpl-next" || c.Labels["kube_tag"] != "v1.34.1" {
+		t.Errorf("cluster record: template %s labels %v", deref(c.ClusterTemplateID), c.Labels)
+	}
+	if len(e.store.saved) != 2 {
+		t.Errorf("nodegroups saved = %v, want both", e.store.saved)
+	}
+	// CAPI rejects the change: UPDATE_FAILED and the template id rolls back.
+	c.Status = objects.UpdateInProgress
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = withCond(healthyConds(), condition("TopologyReconciled", F, "ReconcileFailed", "admission webhook denied the request"))
+	})
+	e.syncUntil(t, c, objects.UpdateFailed, "admission webhook denied")
+	if deref(c.ClusterTemplateID) != oldTemplate {
+		t.Errorf("template id = %s, want it rolled back to %s", deref(c.ClusterTemplateID), oldTemplate)
+	}
+}
+
+func TestNodeGroupCreateAndDelete(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	ng := &objects.NodeGroup{UUID: "ng-new", Name: "new-pool", NodeCount: 2, Role: objects.RoleWorker, ClusterID: *c.UUID, Status: objects.CreateInProgress}
+	if err := e.d.CreateNodeGroup(context.Background(), c, ng); err != nil {
+		t.Fatal(err)
+	}
+	mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments
+	if len(mds) != 2 || mds[1].Name != "new-pool" || deref(mds[1].Replicas) != 2 {
+		t.Fatalf("after create: %+v", mds)
+	}
+	e.store.mu.Lock()
+	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], ng)
+	e.store.mu.Unlock()
+	if err := e.d.DeleteNodeGroup(context.Background(), c, ng); err != nil {
+		t.Fatal(err)
+	}
+	if mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments; len(mds) != 1 || mds[0].Name != "default-worker" {
+		t.Fatalf("after delete: %+v", mds)
+	}
+	if ng.Status != objects.DeleteInProgress {
+		t.Errorf("status = %s", ng.Status)
+	}
+	if err := e.d.DeleteNodeGroup(context.Background(), c, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("NotSupported", nil)) {
+		t.Errorf("deleting the master nodegroup: %v", err)
+	}
+}
+
+func TestDeleteWaitsForTheClusterThenRemovesSecrets(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	ctx := context.Background()
+	// A finalizer held by "CAPI" keeps the Cluster around.
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":["cluster.cluster.x-k8s.io"]}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Status = objects.DeleteInProgress
+	if err := e.d.DeleteCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = []metav1.Condition{condition("Deleting", T, "WaitingForWorkersDeletion", "MachineDeployments default-worker are being deleted")}
+	})
+	e.syncUntil(t, c, objects.DeleteInProgress, "Deleting True (WaitingForWorkersDeletion): MachineDeployments default-worker")
+	if n, _ := e.core.ListSecrets(ctx, p.r.Namespace, LabelClusterUUID+"="+*c.UUID); len(n) != 4 {
+		t.Fatalf("secrets removed too early: %d left", len(n))
+	}
+	// CAPI finishes: finalizers go (the test server runs no garbage collector).
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.syncUntil(t, c, objects.DeleteComplete, "")
+	if n, _ := e.core.ListSecrets(ctx, p.r.Namespace, LabelClusterUUID+"="+*c.UUID); len(n) != 0 {
+		t.Errorf("%d labelled secrets left after DELETE_COMPLETE", len(n))
+	}
+	if len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
+		t.Errorf("revoked = %v", e.creds.revoked)
+	}
+	// Deleting again is harmless.
+	if err := e.d.DeleteCluster(ctx, c); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRotateCredential(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	ctx := context.Background()
+	if err := e.d.RotateCredential(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ref := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string)
+	if !strings.HasPrefix(ref, p.r.Name+"-cloud-credentials-") {
+		t.Fatalf("identityRefName = %s", ref)
+	}
+	if s := e.core.secret(p.r.Namespace, ref); s == nil || s.Annotations[annotationCredentialID] != "appcred-2" {
+		t.Errorf("new secret = %+v", s)
+	}
+	if e.core.secret(p.r.Namespace, p.r.Name+"-cloud-credentials") != nil || len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
+		t.Errorf("old credential not dropped: revoked %v", e.creds.revoked)
+	}
+	// A credential that does not verify changes nothing.
+	e.creds.verifyErr = errors.New("401")
+	if err := e.d.RotateCredential(ctx, c); err == nil {
+		t.Fatal("want an error")
+	}
+	if got := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string); got != ref {
+		t.Errorf("identity moved to %s after a failed rotation", got)
+	}
+	if err := e.d.RotateCACertificate(ctx, c); !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
+		t.Errorf("RotateCACertificate: %v", err)
+	}
+}
+
+// BenchmarkUpdateClusterStatus1000 syncs 1,000 clusters from the informer
+// cache and reports API requests per cycle (target: none).
+func BenchmarkUpdateClusterStatus1000(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	const n = 1000
+	ns := "magnum-bench-" + randHex(4)
+	clusters := make([]*objects.Cluster, n)
+	nodegroups := make([][]*objects.NodeGroup, n)
+	// Seed directly (not through CreateCluster) to keep the setup short.
+	for i := range n {
+		uuid := fmt.Sprintf("bench-%04d", i)
+		name := fmt.Sprintf("c-%04d", i)
+		cl := &clusterv1.Cluster{
+			TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{LabelClusterUUID: uuid}},
+			Spec:       clusterv1.ClusterSpec{Topology: clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: "magnum-v1"}, Version: "v1.33.4"}},
+		}
+		u, _ := toUnstructured(cl)
+		if _, err := e.dyn.Resource(gvrCluster).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		clusters[i] = &objects.Cluster{UUID: ptr(uuid), StackID: ptr(ns + "/" + name), Status: objects.CreateInProgress}
+		nodegroups[i] = []*objects.NodeGroup{
+			{Name: "default-master", Role: objects.RoleMaster, Status: objects.CreateInProgress},
+			{Name: "default-worker", Role: objects.RoleWorker, Status: objects.CreateInProgress, NodeCount: 1},
+		}
+	}
+	eventually(b, "1,000 clusters in the cache", func() (bool, string) {
+		got := len(e.d.cache.clusters.GetIndexer().List())
+		return got >= n, fmt.Sprint(got)
+	})
+	before := e.requests.Load()
+	cycles := 0
+	for b.Loop() { // the setup above runs once
+		cycles++
+		for i := range n {
+			if err := e.d.UpdateClusterStatus(ctx, clusters[i], nodegroups[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reqs := e.requests.Load() - before
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cycles*n), "ns/cluster")
+	b.ReportMetric(float64(reqs)/float64(cycles), "requests/cycle")
+	if reqs != 0 {
+		b.Errorf("%d API requests during %d sync cycles, want none", reqs, cycles)
+	}
+	if deref(clusters[0].StatusReason) != "InfrastructureReady not reported yet" {
+		b.Errorf("reason = %q", deref(clusters[0].StatusReason))
+	}
+}

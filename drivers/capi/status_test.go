@@ -1,0 +1,339 @@
+package capi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+func condition(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
+}
+
+const (
+	T = metav1.ConditionTrue
+	F = metav1.ConditionFalse
+	U = metav1.ConditionUnknown
+)
+
+func capiCluster(gen, observed int64, conds ...metav1.Condition) *clusterv1.Cluster {
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Generation: gen}}
+	cl.Status.ObservedGeneration = observed
+	cl.Status.Conditions = conds
+	return cl
+}
+
+// healthyConds is a settled, available cluster.
+func healthyConds() []metav1.Condition {
+	return []metav1.Condition{
+		condition("InfrastructureReady", T, "Ready", ""),
+		condition("ControlPlaneInitialized", T, "Initialized", ""),
+		condition("ControlPlaneAvailable", T, "Available", ""),
+		condition("WorkersAvailable", T, "Available", ""),
+		condition("Available", T, "Available", ""),
+		condition("RollingOut", F, "NotRollingOut", ""),
+		condition("ScalingUp", F, "NotScalingUp", ""),
+		condition("ScalingDown", F, "NotScalingDown", ""),
+		condition("TopologyReconciled", T, "ReconcileSucceeded", ""),
+	}
+}
+
+func withCond(conds []metav1.Condition, c metav1.Condition) []metav1.Condition {
+	out := []metav1.Condition{}
+	for _, x := range conds {
+		if x.Type != c.Type {
+			out = append(out, x)
+		}
+	}
+	return append(out, c)
+}
+
+func ngs(statuses ...string) []*objects.NodeGroup {
+	var out []*objects.NodeGroup
+	for i, s := range statuses {
+		out = append(out, &objects.NodeGroup{Name: "ng" + string(rune('0'+i)), Status: s})
+	}
+	return out
+}
+
+func osMachine(name string, conds ...metav1.Condition) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"kind": "OpenStackMachine", "metadata": map[string]any{"name": name}}}
+	var raw []any
+	for _, c := range conds {
+		raw = append(raw, map[string]any{"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message})
+	}
+	_ = unstructured.SetNestedSlice(u.Object, raw, "status", "conditions")
+	return u
+}
+
+// TestMapClusterStatus covers every cluster row of capi-driver.md §5.2.
+func TestMapClusterStatus(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	future, past := now.Add(time.Hour), now.Add(-time.Minute)
+	deleting := capiCluster(3, 3, condition("Deleting", T, "WaitingForWorkersDeletion", "MachineDeployments md-1 are being deleted"))
+	deleting.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
+	quota := osMachine("m-1", condition("InstanceReady", F, "InstanceCreateFailed", "Quota exceeded for cores: Requested 8, but already used 96 of 100 cores"))
+	badImage := osMachine("m-1", condition("InstanceReady", F, "InstanceCreateFailed", "Image 1234 could not be found."))
+
+	tests := []struct {
+		name           string
+		current        string
+		obs            observation
+		ngs            []*objects.NodeGroup
+		createDeadline time.Time
+		deleteDeadline time.Time
+		wantStatus     string
+		wantReason     string // substring; "" means the reason must be empty
+		wantGone       bool
+	}{
+		{name: "create: Cluster not found yet", current: objects.CreateInProgress,
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "waiting for Cluster"},
+		{name: "create: Cluster not found after the timeout", current: objects.CreateInProgress,
+			createDeadline: past, wantStatus: objects.CreateFailed, wantReason: "timed out"},
+		{name: "create: available, settled, all nodegroups complete", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(2, 2, healthyConds()...)}, ngs: ngs(objects.CreateComplete, objects.CreateComplete),
+			createDeadline: future, wantStatus: objects.CreateComplete, wantReason: ""},
+		{name: "create: available but a nodegroup still in progress", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(2, 2, healthyConds()...)}, ngs: ngs(objects.CreateComplete, objects.CreateInProgress),
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "waiting for nodegroups: ng1 CREATE_IN_PROGRESS"},
+		{name: "create: available but still scaling up", current: objects.CreateInProgress,
+			obs:            observation{Cluster: capiCluster(2, 2, withCond(healthyConds(), condition("ScalingUp", T, "ScalingUp", "Scaling up from 1 to 3 replicas"))...)},
+			ngs:            ngs(objects.CreateComplete),
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "ScalingUp True (ScalingUp): Scaling up from 1 to 3 replicas"},
+		{name: "create: available but not fresh (observed generation behind)", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(3, 2, healthyConds()...)}, ngs: ngs(objects.CreateComplete),
+			createDeadline: future, wantStatus: objects.CreateInProgress},
+		{name: "create: deepest false condition is the infrastructure, plus the machine's quota error", current: objects.CreateInProgress,
+			obs: observation{
+				Cluster: capiCluster(1, 1,
+					condition("InfrastructureReady", F, "NotReady", "OpenStackCluster status.initialization.provisioned is false"),
+					condition("ControlPlaneInitialized", F, "NotInitialized", "Control plane not yet initialized")),
+				InfraMachines: []*unstructured.Unstructured{quota},
+			},
+			createDeadline: future, wantStatus: objects.CreateInProgress,
+			wantReason: "InfrastructureReady False (NotReady): OpenStackCluster status.initialization.provisioned is false; OpenStackMachine m-1: InstanceReady False (InstanceCreateFailed): Quota exceeded for cores"},
+		{name: "create: control plane not available names that condition", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(1, 1,
+				condition("InfrastructureReady", T, "Ready", ""),
+				condition("ControlPlaneInitialized", T, "Initialized", ""),
+				condition("ControlPlaneAvailable", F, "NotAvailable", "0 of 3 control plane machines are available"))},
+			createDeadline: future, wantStatus: objects.CreateInProgress,
+			wantReason: "ControlPlaneAvailable False (NotAvailable): 0 of 3 control plane machines are available"},
+		{name: "create: unknown condition counts as not ready", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(1, 1,
+				condition("InfrastructureReady", T, "Ready", ""),
+				condition("ControlPlaneInitialized", U, "InitializedUnknown", "probing"))},
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "ControlPlaneInitialized Unknown (InitializedUnknown): probing"},
+		{name: "create: quota error is retryable, stays in progress", current: objects.CreateInProgress,
+			obs:            observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", F, "NotReady", "")), InfraMachines: []*unstructured.Unstructured{quota}},
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "Quota exceeded"},
+		{name: "create: terminal infrastructure error fails at once", current: objects.CreateInProgress,
+			obs:            observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", F, "NotReady", "")), InfraMachines: []*unstructured.Unstructured{badImage}},
+			createDeadline: future, wantStatus: objects.CreateFailed, wantReason: "Image 1234 could not be found."},
+		{name: "create: timeout fails with the reason", current: objects.CreateInProgress,
+			obs:            observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", F, "NotReady", "waiting for network"))},
+			createDeadline: past, wantStatus: objects.CreateFailed, wantReason: "timed out: InfrastructureReady False (NotReady): waiting for network"},
+
+		{name: "update: CAPI has not observed the change", current: objects.UpdateInProgress,
+			obs:        observation{Cluster: capiCluster(5, 4, healthyConds()...)},
+			wantStatus: objects.UpdateInProgress, wantReason: "waiting for CAPI to observe the change"},
+		{name: "update: fresh, available, settled, reconciled, nodegroups complete", current: objects.UpdateInProgress,
+			obs: observation{Cluster: capiCluster(5, 5, healthyConds()...)}, ngs: ngs(objects.UpdateComplete, objects.CreateComplete),
+			wantStatus: objects.UpdateComplete, wantReason: ""},
+		{name: "update: still rolling out", current: objects.UpdateInProgress,
+			obs:        observation{Cluster: capiCluster(5, 5, withCond(healthyConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...)},
+			ngs:        ngs(objects.UpdateInProgress),
+			wantStatus: objects.UpdateInProgress, wantReason: "RollingOut True (RollingOut): Rolling out 2 not up-to-date replicas"},
+		{name: "update: upgrade pending in the topology", current: objects.UpdateInProgress,
+			obs:        observation{Cluster: capiCluster(5, 5, withCond(healthyConds(), condition("TopologyReconciled", F, "ControlPlaneUpgradePending", "Control plane upgrade to v1.34.1 on hold"))...)},
+			wantStatus: objects.UpdateInProgress, wantReason: "TopologyReconciled False (ControlPlaneUpgradePending)"},
+		{name: "update: topology reconcile failed", current: objects.UpdateInProgress,
+			obs:        observation{Cluster: capiCluster(5, 5, withCond(healthyConds(), condition("TopologyReconciled", F, "ReconcileFailed", "failed to patch KubeadmControlPlane: admission webhook denied"))...)},
+			wantStatus: objects.UpdateFailed, wantReason: "TopologyReconciled False (ReconcileFailed): failed to patch KubeadmControlPlane: admission webhook denied"},
+		{name: "update: Cluster missing fails", current: objects.UpdateInProgress,
+			wantStatus: objects.UpdateFailed, wantReason: "does not exist"},
+		{name: "rollback: completes like an update", current: objects.RollbackInProgress,
+			obs: observation{Cluster: capiCluster(5, 5, healthyConds()...)}, ngs: ngs(objects.RollbackComplete),
+			wantStatus: objects.RollbackComplete, wantReason: ""},
+
+		{name: "delete: Cluster exists, report the Deleting condition", current: objects.DeleteInProgress,
+			obs: observation{Cluster: deleting}, deleteDeadline: future,
+			wantStatus: objects.DeleteInProgress, wantReason: "Deleting True (WaitingForWorkersDeletion): MachineDeployments md-1 are being deleted"},
+		{name: "delete: Cluster gone", current: objects.DeleteInProgress,
+			wantStatus: objects.DeleteComplete, wantReason: "", wantGone: true},
+		{name: "delete: timed out", current: objects.DeleteInProgress,
+			obs: observation{Cluster: deleting}, deleteDeadline: past,
+			wantStatus: objects.DeleteFailed, wantReason: "timed out"},
+		{name: "settled states are left alone", current: objects.CreateComplete,
+			obs: observation{Cluster: capiCluster(1, 1)}, wantStatus: objects.CreateComplete},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mapClusterStatus(tc.current, tc.obs, tc.ngs, now, tc.createDeadline, tc.deleteDeadline)
+			if got.Status != tc.wantStatus {
+				t.Errorf("status = %s, want %s (reason %q)", got.Status, tc.wantStatus, got.Reason)
+			}
+			if tc.wantReason == "" && got.Reason != "" && strings.HasSuffix(tc.wantStatus, "_COMPLETE") {
+				t.Errorf("reason = %q, want it cleared", got.Reason)
+			}
+			if tc.wantReason != "" && !strings.Contains(got.Reason, tc.wantReason) {
+				t.Errorf("reason = %q, want it to contain %q", got.Reason, tc.wantReason)
+			}
+			if got.Gone != tc.wantGone {
+				t.Errorf("gone = %v, want %v", got.Gone, tc.wantGone)
+			}
+		})
+	}
+}
+
+func md(gen, observed int64, replicas, upToDate, available int32, conds ...metav1.Condition) *clusterv1.MachineDeployment {
+	m := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md", Generation: gen}}
+	m.Spec.Replicas = &replicas
+	m.Status.ObservedGeneration = observed
+	m.Status.UpToDateReplicas = &upToDate
+	m.Status.AvailableReplicas = &available
+	m.Status.Conditions = conds
+	return m
+}
+
+func settledMDConds() []metav1.Condition {
+	return []metav1.Condition{
+		condition("Available", T, "Available", ""),
+		condition("RollingOut", F, "NotRollingOut", ""),
+		condition("ScalingUp", F, "NotScalingUp", ""),
+		condition("ScalingDown", F, "NotScalingDown", ""),
+	}
+}
+
+// TestMapWorkerNodeGroup covers the nodegroup rules of §5.2.
+func TestMapWorkerNodeGroup(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	failed := md(1, 1, 3, 0, 0)
+	failed.Status.Phase = string(clusterv1.MachineDeploymentPhaseFailed)
+	autoscaled := md(1, 1, 4, 4, 4, settledMDConds()...)
+	autoscaled.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "5"}
+	tests := []struct {
+		name       string
+		status     string
+		md         *clusterv1.MachineDeployment
+		machines   int
+		auto       bool
+		deadline   time.Time
+		wantStatus string
+		wantReason string
+	}{
+		{"create: complete when fresh, available, settled and counts match", objects.CreateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.CreateComplete, ""},
+		{"update: complete", objects.UpdateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateComplete, ""},
+		{"update: not fresh", objects.UpdateInProgress, md(3, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for CAPI to observe the change"},
+		{"update: counts differ", objects.UpdateInProgress, md(2, 2, 3, 2, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "machines up to date"},
+		{"update: scaling down names the condition", objects.UpdateInProgress,
+			md(2, 2, 2, 2, 3, withCond(settledMDConds(), condition("ScalingDown", T, "ScalingDown", "Scaling down from 3 to 2 replicas"))...), 3, false, time.Time{},
+			objects.UpdateInProgress, "ScalingDown True (ScalingDown): Scaling down from 3 to 2 replicas"},
+		{"autoscaled: complete within min/max", objects.UpdateInProgress, autoscaled, 4, true, time.Time{}, objects.UpdateComplete, ""},
+		{"MachineDeployment missing: wait, never crash", objects.CreateInProgress, nil, 0, false, now.Add(time.Hour), objects.CreateInProgress, "waiting for the MachineDeployment"},
+		{"MachineDeployment missing past the deadline", objects.CreateInProgress, nil, 0, false, now.Add(-time.Second), objects.CreateFailed, "timed out"},
+		{"phase Failed", objects.CreateInProgress, failed, 0, false, time.Time{}, objects.CreateFailed, "MachineDeployment failed"},
+		{"delete: complete once MD and machines are gone", objects.DeleteInProgress, nil, 0, false, time.Time{}, objects.DeleteComplete, ""},
+		{"delete: machines remain", objects.DeleteInProgress, nil, 2, false, time.Time{}, objects.DeleteInProgress, "waiting for 2 machines"},
+		{"complete nodegroups are left alone", objects.CreateComplete, nil, 0, false, time.Time{}, objects.CreateComplete, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ng := &objects.NodeGroup{Name: "ng", Status: tc.status}
+			got := mapWorkerNodeGroup(ng, tc.md, tc.machines, tc.auto, now, tc.deadline)
+			if got.Status != tc.wantStatus {
+				t.Errorf("status = %s, want %s (reason %q)", got.Status, tc.wantStatus, got.Reason)
+			}
+			if tc.wantReason != "" && !strings.Contains(got.Reason, tc.wantReason) {
+				t.Errorf("reason = %q, want %q", got.Reason, tc.wantReason)
+			}
+			if tc.wantReason == "" && strings.HasSuffix(got.Status, "_COMPLETE") && got.Reason != "" {
+				t.Errorf("reason = %q, want empty", got.Reason)
+			}
+		})
+	}
+}
+
+func TestMapControlPlaneNodeGroup(t *testing.T) {
+	now := time.Now()
+	mk := func(gen, observed int64, want, upToDate, ready int32, conds ...metav1.Condition) *controlPlane {
+		cp := &controlPlane{}
+		cp.Generation = gen
+		cp.Spec.Replicas = &want
+		cp.Status.ObservedGeneration = observed
+		cp.Status.UpToDateReplicas, cp.Status.ReadyReplicas = &upToDate, &ready
+		cp.Status.Conditions = conds
+		return cp
+	}
+	ng := func(s string) *objects.NodeGroup {
+		return &objects.NodeGroup{Name: "default-master", Role: "master", Status: s}
+	}
+	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), mk(1, 1, 3, 3, 3, settledMDConds()...), now, time.Time{}); got.Status != objects.CreateComplete {
+		t.Errorf("settled control plane: %+v, want CREATE_COMPLETE", got)
+	}
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(1, 1, 3, 1, 3, withCond(settledMDConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...), now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "Rolling out 2") {
+		t.Errorf("rolling control plane: %+v", got)
+	}
+	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), nil, now, now.Add(time.Hour)); got.Status != objects.CreateInProgress || got.Reason != "waiting for the control plane" {
+		t.Errorf("missing control plane: %+v", got)
+	}
+}
+
+func TestCoeVersionIsTheLowestReported(t *testing.T) {
+	cl := capiCluster(1, 1)
+	cl.Spec.Topology.Version = "v1.34.1"
+	if got := coeVersion(observation{Cluster: cl}); got != "v1.34.1" {
+		t.Errorf("topology fallback = %s", got)
+	}
+	cl.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{Versions: []clusterv1.StatusVersion{{Version: "v1.34.1"}, {Version: "v1.33.10"}, {Version: "v1.33.9"}}}
+	if got := coeVersion(observation{Cluster: cl}); got != "v1.33.9" {
+		t.Errorf("coe_version = %s, want v1.33.9", got)
+	}
+}
+
+func TestHealthNamesEachComponent(t *testing.T) {
+	cl := capiCluster(1, 1, append(healthyConds(), condition("RemoteConnectionProbe", T, "ProbeSucceeded", ""))...)
+	good := md(1, 1, 2, 2, 2, settledMDConds()...)
+	h := healthOf(observation{Cluster: cl, Deployments: map[string]*clusterv1.MachineDeployment{"workers": good}})
+	if h.Status != objects.Healthy || h.Reason["api"] != "ok" || h.Reason["controlplane"] != "ok" || h.Reason["workers"] != "ok" {
+		t.Errorf("healthy cluster: %+v", h)
+	}
+	bad := md(1, 1, 3, 3, 1, settledMDConds()...)
+	cl2 := capiCluster(1, 1, append(healthyConds(), condition("RemoteConnectionProbe", F, "ProbeFailed", "dial tcp 10.0.0.5:6443: i/o timeout"))...)
+	h = healthOf(observation{Cluster: cl2, Deployments: map[string]*clusterv1.MachineDeployment{"workers": bad}})
+	if h.Status != objects.Unhealthy {
+		t.Fatalf("status = %s, want UNHEALTHY", h.Status)
+	}
+	if !strings.Contains(h.Reason["api"], "i/o timeout") || h.Reason["workers"] != "1/3 machines available" {
+		t.Errorf("reason = %v", h.Reason)
+	}
+	if h := healthOf(observation{}); h.Status != objects.Unknown {
+		t.Errorf("missing cluster: %+v", h)
+	}
+}
+
+func TestCheckUpgrade(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"v1.33.4", "v1.33.5", true},
+		{"v1.33.4", "v1.34.0", true},
+		{"v1.33.4", "v1.33.4", true},
+		{"v1.33.4", "v1.35.0", false},
+		{"v1.33.4", "v1.32.9", false},
+		{"v1.33.4", "v2.33.4", false},
+		{"v1.33.4", "latest", false},
+	} {
+		err := checkUpgrade(tc.from, tc.to)
+		if (err == nil) != tc.ok {
+			t.Errorf("checkUpgrade(%s, %s) = %v, want ok=%v", tc.from, tc.to, err, tc.ok)
+		}
+	}
+}
