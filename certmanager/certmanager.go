@@ -58,10 +58,6 @@ const (
 	CATypeFrontProxyAlt = "front-proxy"
 )
 
-// DefaultKeyPoolSize is the key pool size when Options.KeyPoolSize is 0:
-// the keys of two cluster creates.
-const DefaultKeyPoolSize = 8
-
 // BarbicanOptions are the [keystone_auth] and [barbican_client] settings of
 // the barbican backend.
 type BarbicanOptions = store.BarbicanOptions
@@ -101,8 +97,9 @@ type Options struct {
 	// decrypted client key under <dir>/<cluster uuid>/ (mode 0600).
 	TempCacheDir string
 
-	// KeyPoolSize is the number of pre-generated RSA keys Run keeps ready:
-	// 0 means DefaultKeyPoolSize, a negative value disables the pool.
+	// KeyPoolSize is the number of pre-generated RSA keys Run keeps ready
+	// ([x509]key_pool_size, default 4: one cluster create). 0 or less
+	// disables the pool: every key is generated when needed.
 	KeyPoolSize int
 
 	// Now returns the current time (tests); nil means time.Now.
@@ -151,13 +148,9 @@ func NewWithBackend(opts Options, backend store.Backend, logger *slog.Logger) *M
 	if opts.TermOfValidity <= 0 {
 		opts.TermOfValidity = pki.DefaultTermOfValidityDays
 	}
-	size := opts.KeyPoolSize
-	if size == 0 {
-		size = DefaultKeyPoolSize
-	}
 	return &Manager{
 		backend: backend,
-		pool:    keypool.New(size, opts.RSAKeySize, logger),
+		pool:    keypool.New(opts.KeyPoolSize, opts.RSAKeySize, logger),
 		issuer:  pki.Issuer{TermOfValidityDays: opts.TermOfValidity, Now: opts.Now},
 		policy: pki.Policy{
 			AllowCA: opts.AllowCA, AllowedExtensions: opts.AllowedExtensions, AllowedKeyUsage: opts.AllowedKeyUsage,
