@@ -386,3 +386,58 @@ func TestHealthUsesTheKubernetesMonitorForDriversWithoutOne(t *testing.T) {
 		t.Fatalf("black-holed cluster: %s %v", c.HealthStatus, c.HealthStatusReason)
 	}
 }
+
+// blockingDriver signals entered and waits for release in each status poll.
+type blockingDriver struct {
+	*simulated.Driver
+	entered chan string
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func (d *blockingDriver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+	d.mu.Lock()
+	d.calls++
+	d.mu.Unlock()
+	d.entered <- *c.UUID
+	<-d.release
+	return d.Driver.UpdateClusterStatus(ctx, c, ngs)
+}
+
+func TestSyncIsSingleFlightPerCluster(t *testing.T) {
+	clock := periodic.NewManualClock(t0)
+	store := newMemStore()
+	store.templates["ct"] = &objects.ClusterTemplate{UUID: objects.Str("ct"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"}
+	d := &blockingDriver{Driver: simulated.New(simulated.Options{Now: clock.Now}), entered: make(chan string, 1),
+		release: make(chan struct{})}
+	reg, _ := drivers.NewRegistry(nil, d)
+	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, clock, testLog(t), nil)
+	notifier := &recNotifier{}
+	job, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{}, periodic.Deps{Store: store, Drivers: reg,
+		Notifier: notifier, Sharder: shard, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid := "00000000-0000-4000-8000-000000000001"
+	store.addCluster(&objects.Cluster{ID: 1, UUID: objects.Str(uuid), ClusterTemplateID: objects.Str("ct"),
+		Status: objects.CreateInProgress, StackID: objects.Str(simulated.StackID("create", t0))})
+	first := make(chan error)
+	go func() { first <- job.RunOnce(context.Background()) }()
+	<-d.entered
+	// A second run while the first still polls the cluster skips it.
+	if err := job.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(d.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if d.calls != 1 {
+		t.Fatalf("driver polled %d times, want 1", d.calls)
+	}
+	if got := notifier.all(); len(got) != 1 || store.cluster(uuid).Status != objects.CreateComplete {
+		t.Fatalf("events %v status %s", got, store.cluster(uuid).Status)
+	}
+}
