@@ -26,7 +26,7 @@ const (
 	OutcomePending = "pending"
 )
 
-// StatusToEvent is ClusterUpdateJob.status_to_event.
+// statusToEvent is ClusterUpdateJob.status_to_event.
 var statusToEvent = map[string]string{
 	objects.DeleteComplete:   ActionDelete,
 	objects.CreateComplete:   ActionCreate,
@@ -65,7 +65,7 @@ var syncStatuses = []string{
 
 // SyncOptions configure sync_cluster_status.
 type SyncOptions struct {
-	// Spacing defaults to 10 s, Magnum's fixed value.
+	// Spacing defaults to 10 s, Magnum's fixed value; negative disables.
 	Spacing time.Duration
 	// Workers bounds the clusters handled at once (default 32).
 	Workers int
