@@ -212,14 +212,14 @@ func (h *Handlers) Register(d *oslo.Dispatcher) error {
 			return encode(out)
 		}),
 		"federation_create": oslo.Method(func(ctx context.Context, a federationCreateArgs) (any, error) {
-			f, err := objects.DecodeFederation(a.Federation)
+			f, err := decodeOptionalFederation(a.Federation)
 			if err != nil {
 				return nil, err
 			}
 			return nil, h.FederationCreate(ctx, f, a.CreateTimeout)
 		}),
 		"federation_update": oslo.Method(func(ctx context.Context, a federationUpdateArgs) (any, error) {
-			f, err := objects.DecodeFederation(a.Federation)
+			f, err := decodeOptionalFederation(a.Federation)
 			if err != nil {
 				return nil, err
 			}
@@ -275,4 +275,14 @@ func decodeClusterNodeGroup(a clusterNodeGroupArgs) (*objects.Cluster, *objects.
 		return nil, nil, err
 	}
 	return c, ng, nil
+}
+
+// decodeOptionalFederation decodes a federation argument. Like Python's
+// serializer it passes null through as nil: federation handlers raise
+// NotImplementedError whatever they are given.
+func decodeOptionalFederation(raw json.RawMessage) (*objects.Federation, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	return objects.DecodeFederation(raw)
 }

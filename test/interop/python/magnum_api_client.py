@@ -171,14 +171,19 @@ def scenario_objects(ctx, seed):
 
 
 def wait_status(ctx, cluster_uuid, want, timeout=60):
+    """Polls like a magnum client: a cast is processed asynchronously, so a
+    cluster may not exist yet right after cluster_create_async."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
         except Exception as e:
-            if want == 'GONE' and type(e).__name__.startswith('ClusterNotFound'):
+            if not type(e).__name__.startswith('ClusterNotFound'):
+                raise
+            if want == 'GONE':
                 return 'GONE'
-            raise
+            time.sleep(0.2)
+            continue
         if c.status == want:
             return c.status
         time.sleep(0.2)

@@ -1,0 +1,33 @@
+package harness
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// ProcessGroup makes a child the leader of its own process group, so that
+// KillGroup also stops the workers it forks (the Python conductor forks).
+func ProcessGroup() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// KillGroup sends SIGTERM to cmd's process group, then SIGKILL after 10 s.
+func KillGroup(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	pgid := -cmd.Process.Pid
+	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		<-done
+	}
+}

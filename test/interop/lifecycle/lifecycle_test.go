@@ -1,0 +1,199 @@
+// Package lifecycle drives a whole cluster lifecycle with magnum-api 15.0.1's
+// own client code (test/interop/python/magnum_api_client.py, scenario
+// "lifecycle": ping, cluster_create cast, CA, cluster_update cast, a
+// federation call, a delete of a missing cluster, cluster_delete cast)
+// against our conductor and against Debian's Python conductor on the same
+// broker, and requires the same outcome at every step.
+package lifecycle
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/test/harness"
+)
+
+var bins *harness.Binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "magnum-lifecycle-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins, err = harness.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type step struct {
+	Step  string          `json:"step"`
+	OK    bool            `json:"ok"`
+	Value json.RawMessage `json:"value"`
+	Error *struct {
+		Class   string `json:"class"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "..", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runScenario runs the Python magnum-api client against the conductor
+// reached through conf.
+func runScenario(t *testing.T, conf, seed string) []step {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", repoFile(t, "test/interop/python/magnum_api_client.py"),
+		"--config-file", conf, "lifecycle", seed)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python client: %v\n%s", err, stderr.String())
+	}
+	var steps []step
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var s step
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("bad line %q: %v", sc.Text(), err)
+		}
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+func startPython(t *testing.T, dir string) string {
+	t.Helper()
+	_, dbURL := dbtest.MySQL(t)
+	cfg := &harness.Config{Database: dbURL,
+		Extra: "[conductor]\nworkers = 1\n"}
+	conf := cfg.Write(t, dir)
+	up := exec.Command("/usr/bin/magnum-db-manage", "--config-file", conf, "upgrade")
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("python magnum-db-manage upgrade: %v\n%s", err, out)
+	}
+	cmd := exec.Command("/usr/bin/python3", repoFile(t, "test/bench/python/run_conductor.py"), "--config-file", conf)
+	cmd.SysProcAttr = harness.ProcessGroup()
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		harness.KillGroup(cmd)
+		if t.Failed() {
+			t.Logf("python conductor log (tail):\n%s", tail(log.String(), 4000))
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, err := harness.CTL(bins, conf, "--timeout", "5s", "conductor", "ping"); err == nil && strings.Contains(out, "true") {
+			return conf
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatal("the Python conductor did not answer ping within 90 s")
+	return ""
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func TestLifecycleMatchesPythonConductor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the Python conductor")
+	}
+	// Ours, on MariaDB at head.
+	oursDir := t.TempDir()
+	_, dbURL := dbtest.MySQL(t)
+	oursConf := (&harness.Config{Database: dbURL, SimDelay: 0}).Write(t, oursDir)
+	if out, err := exec.Command(bins.DBManage, "--config-file", oursConf, "upgrade").CombinedOutput(); err != nil {
+		t.Fatalf("magnum-db-manage upgrade: %v\n%s", err, out)
+	}
+	harness.Start(t, bins, oursConf)
+	// Python 15.0.1, on MariaDB at its own head (7da8489d6a68).
+	pyConf := startPython(t, t.TempDir())
+
+	ours := runScenario(t, oursConf, "lifecycle-seed")
+	py := runScenario(t, pyConf, "lifecycle-seed")
+
+	want := []string{"ping", "cluster_create_async", "wait_create_complete", "nodegroups_after_create",
+		"get_ca_certificate", "cluster_update_async", "wait_update_complete", "worker_count_after_update",
+		"federation_create", "cluster_delete_missing", "cluster_delete_async", "wait_deleted"}
+	if len(ours) != len(want) || len(py) != len(want) {
+		t.Fatalf("steps: ours %d, python %d, want %d\nours: %+v\npython: %+v", len(ours), len(py), len(want), ours, py)
+	}
+	for i, name := range want {
+		o, p := ours[i], py[i]
+		if o.Step != name || p.Step != name {
+			t.Fatalf("step %d: ours %q, python %q, want %q", i, o.Step, p.Step, name)
+		}
+		if o.OK != p.OK {
+			t.Errorf("%s: ours ok=%v %s, python ok=%v %s", name, o.OK, describe(o), p.OK, describe(p))
+			continue
+		}
+		if o.OK && !bytes.Equal(o.Value, p.Value) {
+			t.Errorf("%s: ours %s, python %s", name, o.Value, p.Value)
+		}
+		if !o.OK && (o.Error.Class != p.Error.Class || o.Error.Message != p.Error.Message) {
+			t.Errorf("%s: ours %s, python %s", name, describe(o), describe(p))
+		}
+	}
+	// The outcomes themselves, so that two conductors wrong in the same way
+	// still fail.
+	byName := map[string]step{}
+	for _, s := range ours {
+		byName[s.Step] = s
+	}
+	for name, v := range map[string]string{
+		"ping": "true", "wait_create_complete": `"CREATE_COMPLETE"`, "wait_update_complete": `"UPDATE_COMPLETE"`,
+		"worker_count_after_update": "[3]", "get_ca_certificate": "true", "wait_deleted": `"GONE"`,
+		"nodegroups_after_create": `[["default-master", "master", 1, true], ["default-worker", "worker", 2, true]]`,
+	} {
+		if got := string(byName[name].Value); got != v {
+			t.Errorf("%s = %s, want %s", name, got, v)
+		}
+	}
+	if e := byName["cluster_delete_missing"].Error; e == nil || e.Class != "ClusterNotFound_Remote" {
+		t.Errorf("cluster_delete of a missing cluster should raise ClusterNotFound, got %s", describe(byName["cluster_delete_missing"]))
+	}
+	if e := byName["federation_create"].Error; e == nil || !strings.HasPrefix(e.Class, "NotImplementedError") {
+		t.Errorf("federation_create should raise NotImplementedError, got %s", describe(byName["federation_create"]))
+	}
+}
+
+func describe(s step) string {
+	if s.Error != nil {
+		return s.Error.Class + ": " + s.Error.Message
+	}
+	return string(s.Value)
+}
