@@ -257,8 +257,19 @@ func transportOptions(cfg *config.Config) oslo.Options {
 
 func certOptions(cfg *config.Config) certmanager.Options {
 	x := cfg.X509
+	k := cfg.KeystoneAuth
 	return certmanager.Options{
-		CertManagerType:       cfg.Certificates.CertManagerType,
+		CertManagerType: cfg.Certificates.CertManagerType,
+		// The Barbican backend uses the service credentials of
+		// [keystone_auth], as Magnum's admin client does.
+		Barbican: certmanager.BarbicanOptions{
+			AuthURL: k.AuthURL, Username: k.Username, UserID: k.UserID, Password: k.Password,
+			UserDomainName: k.UserDomainName, UserDomainID: k.UserDomainID,
+			ProjectName: k.ProjectName, ProjectID: k.ProjectID,
+			ProjectDomainName: k.ProjectDomainName, ProjectDomainID: k.ProjectDomainID,
+			RegionName: cfg.BarbicanClient.RegionName, EndpointType: cfg.BarbicanClient.EndpointType,
+			Timeout: k.Timeout, CAFile: k.Cafile, Insecure: k.Insecure,
+		},
 		StoragePath:           cfg.Certificates.StoragePath,
 		AllowCA:               x.AllowCA,
 		AllowedExtensions:     x.AllowedExtensions,
