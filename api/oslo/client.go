@@ -362,8 +362,24 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 			if !ok {
 				return errors.New("reply consumer closed")
 			}
-			_ = d.Ack(false)
-			c.deliverReply(d.Body)
+			// Ack what is buffered with one multiple ack, then deliver.
+			batch := append(make([]amqp.Delivery, 0, 8), d)
+		drain:
+			for len(batch) < 64 {
+				select {
+				case d, ok = <-deliveries:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, d)
+				default:
+					break drain
+				}
+			}
+			_ = ch.Ack(batch[len(batch)-1].DeliveryTag, true)
+			for _, d := range batch {
+				c.deliverReply(d.Body)
+			}
 		}
 	}
 }

@@ -57,21 +57,26 @@ func (e *DecodeError) Error() string { return "undecodable RPC message: " + e.Re
 // "oslo.message" of an envelope, or body itself when it has no envelope
 // (oslo's deserialize_msg).
 func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
-	var outer map[string]json.RawMessage
-	if err := json.Unmarshal(body, &outer); err != nil || outer == nil {
-		return nil, &DecodeError{Reason: fmt.Sprintf("body is not a JSON object: %v", err)}
-	}
-	vraw, hasV := outer[envelopeVersionKey]
-	mraw, hasM := outer[envelopeMessageKey]
-	if !hasV || !hasM {
-		return outer, nil
-	}
-	var inner string
-	if err := json.Unmarshal(mraw, &inner); err != nil {
-		return nil, &DecodeError{Reason: "oslo.message is not a string"}
+	var env struct {
+		Version *json.RawMessage `json:"oslo.version"`
+		Message *string          `json:"oslo.message"`
 	}
 	var msg map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(inner), &msg); err != nil || msg == nil {
+	if err := json.Unmarshal(body, &env); err != nil || env.Version == nil || env.Message == nil {
+		// Not an envelope (or a malformed one): the body is the message.
+		var outer map[string]json.RawMessage
+		if err := json.Unmarshal(body, &outer); err != nil || outer == nil {
+			return nil, &DecodeError{Reason: fmt.Sprintf("body is not a JSON object: %v", err)}
+		}
+		if _, hasV := outer[envelopeVersionKey]; hasV {
+			if _, hasM := outer[envelopeMessageKey]; hasM {
+				return nil, &DecodeError{Reason: "oslo.message is not a string"}
+			}
+		}
+		return outer, nil
+	}
+	vraw := *env.Version
+	if err := json.Unmarshal([]byte(*env.Message), &msg); err != nil || msg == nil {
 		return nil, &DecodeError{Reason: fmt.Sprintf("oslo.message is not a JSON object: %v", err)}
 	}
 	var version string
@@ -135,8 +140,7 @@ func DecodeRequest(body []byte) (*Request, error) {
 			}
 		case k == "_msg_id", k == "_reply_q", k == "_unique_id", k == "_timeout":
 		case strings.HasPrefix(k, "_context_"):
-			var val any
-			if json.Unmarshal(v, &val) == nil {
+			if val, ok := fastJSONValue(v); ok {
 				req.Context[strings.TrimPrefix(k, "_context_")] = val
 			}
 		default:
@@ -226,10 +230,10 @@ func pyLayout(compact []byte) []byte {
 
 // wrapEnvelope returns the 2.0 envelope body around the inner message.
 func wrapEnvelope(inner []byte) ([]byte, error) {
-	return marshalNoEscape(struct {
-		Version string `json:"oslo.version"`
-		Message string `json:"oslo.message"`
-	}{envelopeVersion, string(inner)})
+	out := make([]byte, 0, len(inner)+len(inner)/4+48)
+	out = append(out, `{"oslo.version": "2.0", "oslo.message": `...)
+	out = appendPyString(out, string(inner))
+	return append(out, '}'), nil
 }
 
 // replyMessage is the inner reply (amqpdriver._send_reply).
@@ -253,44 +257,25 @@ func encodeReply(msgID string, result json.RawMessage, failure *string, ending b
 	return wrapEnvelope(inner)
 }
 
-// orderedObject appends key/value pairs to a JSON object in order; bytes()
-// lays the whole object out as Python's json.dumps does, in one pass.
+// orderedObject appends key/value pairs to a JSON object in order, laid
+// out as Python's json.dumps does.
 type orderedObject struct {
-	buf   bytes.Buffer
-	enc   *json.Encoder
+	buf   []byte
 	count int
 }
 
 func (o *orderedObject) add(key string, value any) error {
-	if o.enc == nil {
-		o.enc = json.NewEncoder(&o.buf)
-		o.enc.SetEscapeHTML(false)
-	}
+	mark := len(o.buf)
 	if o.count == 0 {
-		o.buf.WriteByte('{')
+		o.buf = append(o.buf, '{')
 	} else {
-		o.buf.WriteByte(',')
+		o.buf = append(o.buf, ", "...)
 	}
-	mark := o.buf.Len()
-	if err := o.enc.Encode(key); err != nil {
-		return err
-	}
-	o.buf.Truncate(o.buf.Len() - 1) // Encode's newline
-	o.buf.WriteByte(':')
-	switch x := value.(type) {
-	case json.RawMessage:
-		if len(x) == 0 {
-			o.buf.WriteString("null")
-		} else if err := json.Compact(&o.buf, x); err != nil {
-			o.buf.Truncate(mark)
-			return fmt.Errorf("encoding %q: %w", key, err)
-		}
-	default:
-		if err := o.enc.Encode(value); err != nil {
-			o.buf.Truncate(mark)
-			return fmt.Errorf("encoding %q: %w", key, err)
-		}
-		o.buf.Truncate(o.buf.Len() - 1)
+	o.buf = append(appendPyString(o.buf, key), ": "...)
+	var err error
+	if o.buf, err = appendPyJSON(o.buf, value); err != nil {
+		o.buf = o.buf[:mark]
+		return fmt.Errorf("encoding %q: %w", key, err)
 	}
 	o.count++
 	return nil
@@ -300,5 +285,5 @@ func (o *orderedObject) bytes() []byte {
 	if o.count == 0 {
 		return []byte("{}")
 	}
-	return pyLayout(append(o.buf.Bytes(), '}'))
+	return append(o.buf, '}')
 }

@@ -62,7 +62,8 @@ type Server struct {
 
 	fanoutQueue string
 	sem         chan struct{}
-	seen        []string // last 16 _unique_id (listener goroutine only)
+	seenMu      sync.Mutex
+	seen        []string // last 16 _unique_id
 
 	obsoleteMu sync.Mutex
 	obsolete   map[string]time.Time // reply queues abandoned, until
@@ -250,7 +251,27 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		if !ok {
 			return errors.New("consumer channel closed")
 		}
-		s.receive(d)
+		// Take whatever else is already buffered, ack it all with one
+		// multiple ack (before anything runs, as oslo does), then dispatch.
+		batch := append(make([]amqp.Delivery, 0, 8), d)
+	drain:
+		for len(batch) < 64 {
+			select {
+			case d, ok = <-deliveries[0]:
+			case d, ok = <-deliveries[1]:
+			case d, ok = <-deliveries[2]:
+			default:
+				break drain
+			}
+			if !ok {
+				break drain
+			}
+			batch = append(batch, d)
+		}
+		s.receive(ch, batch)
+		if !ok {
+			return errors.New("consumer channel closed")
+		}
 	}
 }
 
@@ -258,6 +279,8 @@ func (s *Server) isDuplicate(id string) bool {
 	if id == "" {
 		return false
 	}
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
 	for _, seen := range s.seen {
 		if seen == id {
 			return true
@@ -270,31 +293,38 @@ func (s *Server) isDuplicate(id string) bool {
 	return false
 }
 
-// receive runs on the listener goroutine: decode, dedup, take a worker
-// slot, ack, hand over.
-func (s *Server) receive(d amqp.Delivery) {
-	req, decErr := DecodeRequest(d.Body)
-	if decErr == nil && s.isDuplicate(req.UniqueID) {
-		_ = d.Ack(false)
-		s.log.Warn("ignoring duplicate message", "unique_id", req.UniqueID, "msg_id", req.MsgID)
-		return
-	}
-	s.sem <- struct{}{}
-	if err := d.Ack(false); err != nil {
-		<-s.sem
-		s.log.Warn("discarding RPC request due to failed acknowledge", "error", err.Error())
-		return
-	}
-	s.inflight.Add(1)
-	go func() {
-		defer s.inflight.Done()
-		defer func() { <-s.sem }()
-		if decErr != nil {
-			s.rejectUndecodable(decErr, len(d.Body))
-			return
+// receive runs on the listener goroutine: ack the batch (before anything
+// runs, as oslo does) and hand each message to a worker. Decoding happens on
+// the worker so that the listener does no per-message CPU work.
+func (s *Server) receive(ch *amqp.Channel, batch []amqp.Delivery) {
+	var last uint64
+	for _, d := range batch {
+		if d.DeliveryTag > last {
+			last = d.DeliveryTag
 		}
-		s.handle(req)
-	}()
+	}
+	if err := ch.Ack(last, true); err != nil {
+		s.log.Warn("discarding RPC requests due to failed acknowledge", "error", err.Error(), "count", len(batch))
+		return
+	}
+	for _, d := range batch {
+		s.sem <- struct{}{}
+		s.inflight.Add(1)
+		go func(body []byte) {
+			defer s.inflight.Done()
+			defer func() { <-s.sem }()
+			req, err := DecodeRequest(body)
+			if err != nil {
+				s.rejectUndecodable(err, len(body))
+				return
+			}
+			if s.isDuplicate(req.UniqueID) {
+				s.log.Warn("ignoring duplicate message", "unique_id", req.UniqueID, "msg_id", req.MsgID)
+				return
+			}
+			s.handle(req)
+		}(d.Body)
+	}
 }
 
 func (s *Server) rejectUndecodable(err error, size int) {

@@ -1,0 +1,184 @@
+package oslo
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// appendPyString appends s as a JSON string the way Python's json.dumps
+// writes it (ensure_ascii: everything above 0x7e... 0x7f escaped as
+// \uXXXX, surrogate pairs for non-BMP runes).
+func appendPyString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch {
+		case c == '"':
+			dst = append(dst, '\\', '"')
+			i++
+		case c == '\\':
+			dst = append(dst, '\\', '\\')
+			i++
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+			i++
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+			i++
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+			i++
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+			i++
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+			i++
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size <= 1 {
+				r = utf8.RuneError
+			}
+			if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+				dst = appendU4(appendU4(dst, r1), r2)
+			} else {
+				dst = appendU4(dst, r)
+			}
+			i += size
+		}
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+func appendU4(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}
+
+// appendPyJSON appends v laid out as Python's json.dumps would (", " and
+// ": " separators, ensure_ascii). Map keys are sorted (Go maps have no
+// insertion order). Types without a fast path go through encoding/json.
+func appendPyJSON(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case string:
+		return appendPyString(dst, x), nil
+	case bool:
+		if x {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(dst, x, 10), nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return strconv.AppendInt(dst, int64(x), 10), nil
+		}
+	case []string:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, s := range x {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = appendPyString(dst, s)
+		}
+		return append(dst, ']'), nil
+	case []any:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			var err error
+			if dst, err = appendPyJSON(dst, e); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = append(appendPyString(dst, k), ": "...)
+			var err error
+			if dst, err = appendPyJSON(dst, x[k]); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case json.RawMessage:
+		if len(x) == 0 {
+			return append(dst, "null"...), nil
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, x); err != nil {
+			return dst, err
+		}
+		return append(dst, pyLayout(buf.Bytes())...), nil
+	}
+	b, err := marshalNoEscape(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// fastJSONValue decodes the common context values (null, booleans, strings
+// without escapes) without encoding/json; anything else is unmarshaled.
+func fastJSONValue(raw json.RawMessage) (any, bool) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+		return nil, false
+	case string(raw) == "null":
+		return nil, true
+	case string(raw) == "true":
+		return true, true
+	case string(raw) == "false":
+		return false, true
+	case raw[0] == '"' && len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
+		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw):
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
