@@ -196,3 +196,38 @@ func TestSyncFailureAndMonitor(t *testing.T) {
 		t.Fatalf("ForTemplate = %v, %v", got, err)
 	}
 }
+
+func TestZeroDelayCreateCompletesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1000, 0)}
+	cases := []struct {
+		name       string
+		delay      time.Duration
+		labels     map[string]string
+		wantStatus string
+	}{
+		{"zero delay completes inside CreateCluster", 0, nil, objects.CreateComplete},
+		{"zero delay with sim_fail=create fails inside CreateCluster", 0, map[string]string{"sim_fail": "create"}, objects.CreateFailed},
+		{"a sim_delay label keeps the create in progress", 0, map[string]string{"sim_delay": "5s"}, objects.CreateInProgress},
+		{"sim_hang keeps the create in progress", 0, map[string]string{"sim_hang": "true"}, objects.CreateInProgress},
+		{"a configured delay keeps the create in progress", time.Second, nil, objects.CreateInProgress},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := simulated.New(simulated.Options{Delay: tc.delay, Now: clk.now})
+			c, _ := newCluster(tc.labels)
+			if err := d.CreateCluster(ctx, c, 60); err != nil {
+				t.Fatal(err)
+			}
+			if c.Status != tc.wantStatus {
+				t.Fatalf("status = %s, want %s", c.Status, tc.wantStatus)
+			}
+			if op, _, ok := simulated.ParseStackID(c.StackID); !ok || op != simulated.OpCreate {
+				t.Fatalf("stack_id = %q", objects.Deref(c.StackID))
+			}
+			if tc.wantStatus == objects.CreateComplete && (objects.Deref(c.APIAddress) == "" || objects.Deref(c.CoeVersion) == "") {
+				t.Fatalf("api_address %q coe_version %q", objects.Deref(c.APIAddress), objects.Deref(c.CoeVersion))
+			}
+		})
+	}
+}
