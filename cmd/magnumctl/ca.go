@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,13 +17,7 @@ func caCmd(g *globals) *cobra.Command {
 	var caType string
 	show := &cobra.Command{
 		Use: "show CLUSTER", Short: "Print a cluster CA certificate (get_ca_certificate)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -40,24 +35,18 @@ func caCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.printCert(raw)
-		},
+		}),
 	}
 	show.Flags().StringVar(&caType, "type", "", "which CA: empty (Kubernetes), etcd or front_proxy")
 
 	var csrFile, signType string
 	sign := &cobra.Command{
 		Use: "sign CLUSTER", Short: "Sign a CSR with a cluster CA (sign_certificate)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			csr, err := os.ReadFile(csrFile)
 			if err != nil {
 				return &usageError{fmt.Sprintf("--csr: %v", err)}
 			}
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -81,7 +70,7 @@ func caCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.printCert(raw)
-		},
+		}),
 	}
 	sign.Flags().StringVar(&csrFile, "csr", "", "PEM file of the certificate signing request")
 	sign.Flags().StringVar(&signType, "type", "", "which CA signs: empty (Kubernetes), etcd or front_proxy")
@@ -89,13 +78,7 @@ func caCmd(g *globals) *cobra.Command {
 
 	rotate := &cobra.Command{
 		Use: "rotate CLUSTER", Short: "Regenerate a cluster's CAs and have the driver roll them out (rotate_ca_certificate)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -113,7 +96,7 @@ func caCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.print(showTable(out))
-		},
+		}),
 	}
 	cmd.AddCommand(show, sign, rotate)
 	return cmd

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/spf13/cobra"
+
 	"github.com/openstack/magnum-conductor/api/conductorapi"
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -168,4 +170,18 @@ func explain(err error) string {
 		return line
 	}
 	return err.Error()
+}
+
+// session adapts a command body that needs a connection to cobra's RunE:
+// it connects, bounds the request by --timeout, and closes the connection.
+func (g *globals) session(fn func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		s, ctx, cancel, err := g.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		defer s.close()
+		return fn(ctx, s, cmd, args)
+	}
 }

@@ -29,17 +29,11 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 		Use:   "create",
 		Short: "Create a cluster (the cluster_create cast magnum-api sends for POST /v1/clusters)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			lbl, err := parseLabels(labels)
 			if err != nil {
 				return err
 			}
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
 			ct, err := classAction[*objects.ClusterTemplate](ctx, s, objects.NameClusterTemplate, "get", template)
 			if err != nil {
 				return err
@@ -66,7 +60,7 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 			return g.print(table{header: []string{"UUID", "NAME", "ACCEPTED"},
 				rows:  [][]string{{objects.Deref(cl.UUID), name, "true"}},
 				value: map[string]any{"uuid": objects.Deref(cl.UUID), "name": name}})
-		},
+		}),
 	}
 	f := c.Flags()
 	f.StringVar(&name, "name", "", "cluster name")
@@ -180,13 +174,7 @@ func clusterListCmd(g *globals) *cobra.Command {
 	var status []string
 	c := &cobra.Command{
 		Use: "list", Short: "List clusters", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			kwargs := map[string]any{}
 			if len(status) > 0 {
 				kwargs["filters"] = map[string]any{"status": status}
@@ -203,7 +191,7 @@ func clusterListCmd(g *globals) *cobra.Command {
 			}
 			t.value = vals
 			return g.print(t)
-		},
+		}),
 	}
 	c.Flags().StringSliceVar(&status, "status", nil, "only clusters in these statuses")
 	return c
@@ -212,19 +200,13 @@ func clusterListCmd(g *globals) *cobra.Command {
 func clusterShowCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use: "show NAME|UUID|ID", Short: "Show a cluster", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			c, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
 			}
 			return g.print(showTable(c))
-		},
+		}),
 	}
 }
 
@@ -233,13 +215,7 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 	var wait bool
 	c := &cobra.Command{
 		Use: "update NAME|UUID", Short: "Change the default worker count (cluster_update cast, PATCH /v1/clusters)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -252,7 +228,7 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.accepted(cmd.Context(), cl, wait)
-		},
+		}),
 	}
 	c.Flags().IntVar(&nodes, "node-count", 1, "new worker count of the default worker nodegroup")
 	c.Flags().BoolVar(&wait, "wait", false, "watch the status until the operation ends")
@@ -293,13 +269,7 @@ func clusterResizeCmd(g *globals) *cobra.Command {
 	var wait bool
 	c := &cobra.Command{
 		Use: "resize NAME|UUID", Short: "Resize one nodegroup (cluster_resize cast)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -323,7 +293,7 @@ func clusterResizeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.accepted(cmd.Context(), cl, wait)
-		},
+		}),
 	}
 	c.Flags().IntVar(&nodes, "node-count", 1, "new node count of the nodegroup")
 	c.Flags().StringVar(&ngName, "nodegroup", "", "nodegroup name or uuid (default: the default worker nodegroup)")
@@ -339,13 +309,7 @@ func clusterUpgradeCmd(g *globals) *cobra.Command {
 	var wait bool
 	c := &cobra.Command{
 		Use: "upgrade NAME|UUID", Short: "Upgrade a cluster or nodegroup to a template (cluster_upgrade call)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -368,7 +332,7 @@ func clusterUpgradeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.accepted(cmd.Context(), cl, wait)
-		},
+		}),
 	}
 	c.Flags().StringVar(&template, "template", "", "target cluster template")
 	c.Flags().StringVar(&ngName, "nodegroup", "", "nodegroup to upgrade (default: the default worker nodegroup)")
@@ -382,13 +346,7 @@ func clusterDeleteCmd(g *globals) *cobra.Command {
 	var wait bool
 	c := &cobra.Command{
 		Use: "delete NAME|UUID", Short: "Delete a cluster (cluster_delete cast)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -400,7 +358,7 @@ func clusterDeleteCmd(g *globals) *cobra.Command {
 				return g.watch(cmd.Context(), objects.Deref(cl.UUID), "")
 			}
 			return g.accepted(cmd.Context(), cl, false)
-		},
+		}),
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "watch until the cluster is gone")
 	return c

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,17 +16,11 @@ func nodegroupCmd(g *globals) *cobra.Command {
 	var count, minCount, maxCount int64
 	create := &cobra.Command{
 		Use: "create CLUSTER", Short: "Add a nodegroup (nodegroup_create cast)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			lbl, err := parseLabels(labels)
 			if err != nil {
 				return err
 			}
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -51,7 +46,7 @@ func nodegroupCmd(g *globals) *cobra.Command {
 			}
 			return g.print(table{header: []string{"UUID", "NAME", "ACCEPTED"}, rows: [][]string{{ng.UUID, name, "true"}},
 				value: map[string]any{"uuid": ng.UUID, "name": name}})
-		},
+		}),
 	}
 	f := create.Flags()
 	f.StringVar(&name, "name", "", "nodegroup name")
@@ -65,13 +60,7 @@ func nodegroupCmd(g *globals) *cobra.Command {
 
 	list := &cobra.Command{
 		Use: "list CLUSTER", Short: "List the nodegroups of a cluster", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -89,19 +78,13 @@ func nodegroupCmd(g *globals) *cobra.Command {
 			}
 			t.value = vals
 			return g.print(t)
-		},
+		}),
 	}
 
 	var uMin, uMax int64
 	update := &cobra.Command{
 		Use: "update CLUSTER NODEGROUP", Short: "Change a nodegroup's autoscaling bounds (nodegroup_update cast)", Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -129,20 +112,14 @@ func nodegroupCmd(g *globals) *cobra.Command {
 			}
 			return g.print(table{header: []string{"UUID", "ACCEPTED"}, rows: [][]string{{ng.UUID, "true"}},
 				value: map[string]any{"uuid": ng.UUID, "accepted": true}})
-		},
+		}),
 	}
 	update.Flags().Int64Var(&uMin, "min-nodes", 0, "new minimum node count")
 	update.Flags().Int64Var(&uMax, "max-nodes", 0, "new maximum node count")
 
 	del := &cobra.Command{
 		Use: "delete CLUSTER NODEGROUP", Short: "Delete a nodegroup (nodegroup_delete cast)", Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			cl, err := getCluster(ctx, s, args[0])
 			if err != nil {
 				return err
@@ -164,7 +141,7 @@ func nodegroupCmd(g *globals) *cobra.Command {
 			}
 			return g.print(table{header: []string{"UUID", "ACCEPTED"}, rows: [][]string{{ng.UUID, "true"}},
 				value: map[string]any{"uuid": ng.UUID, "accepted": true}})
-		},
+		}),
 	}
 	cmd.AddCommand(create, list, update, del)
 	return cmd

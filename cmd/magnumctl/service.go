@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -16,13 +17,7 @@ func serviceCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List magnum_service rows with their state computed as magnum-api does",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			rows, err := classList[*objects.MagnumService](ctx, s, objects.NameMagnumService, "list", []any{}, map[string]any{})
 			if err != nil {
 				return err
@@ -44,7 +39,7 @@ func serviceCmd(g *globals) *cobra.Command {
 			}
 			t.value = list
 			return g.print(t)
-		},
+		}),
 	})
 	return cmd
 }
@@ -82,13 +77,7 @@ func conductorCmd(g *globals) *cobra.Command {
 		Use:   "ping",
 		Short: "Call ping_conductor on the topic and report who answered",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			start := time.Now()
 			ok, err := s.api.PingConductor(ctx)
 			if err != nil {
@@ -100,7 +89,7 @@ func conductorCmd(g *globals) *cobra.Command {
 				rows:   [][]string{{s.topic, fmt.Sprint(ok), rtt.Round(time.Microsecond).String()}},
 				value:  map[string]any{"topic": s.topic, "answer": ok, "round_trip_seconds": rtt.Seconds()},
 			})
-		},
+		}),
 	})
 	return cmd
 }

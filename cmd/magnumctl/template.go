@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -20,17 +21,11 @@ func templateCmd(g *globals) *cobra.Command {
 		Use:   "create",
 		Short: "Create a cluster template (ClusterTemplate.create through the indirection API)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			lbl, err := parseLabels(labels)
 			if err != nil {
 				return err
 			}
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
 			ct.UUID = objects.Str(newUUID())
 			ct.Name = objects.Str(name)
 			ct.Coe = coe
@@ -56,7 +51,7 @@ func templateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.print(showTable(created))
-		},
+		}),
 	}
 	f := create.Flags()
 	f.StringVar(&name, "name", "", "template name")
@@ -76,13 +71,7 @@ func templateCmd(g *globals) *cobra.Command {
 
 	list := &cobra.Command{
 		Use: "list", Short: "List cluster templates", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			cts, err := classList[*objects.ClusterTemplate](ctx, s, objects.NameClusterTemplate, "list", []any{}, map[string]any{})
 			if err != nil {
 				return err
@@ -96,33 +85,21 @@ func templateCmd(g *globals) *cobra.Command {
 			}
 			t.value = vals
 			return g.print(t)
-		},
+		}),
 	}
 	show := &cobra.Command{
 		Use: "show NAME|UUID|ID", Short: "Show a cluster template", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			c, err := classAction[*objects.ClusterTemplate](ctx, s, objects.NameClusterTemplate, "get", args[0])
 			if err != nil {
 				return err
 			}
 			return g.print(showTable(c))
-		},
+		}),
 	}
 	del := &cobra.Command{
 		Use: "delete NAME|UUID|ID", Short: "Delete a cluster template that no cluster uses", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer s.close()
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			c, err := classAction[*objects.ClusterTemplate](ctx, s, objects.NameClusterTemplate, "get", args[0])
 			if err != nil {
 				return err
@@ -132,7 +109,7 @@ func templateCmd(g *globals) *cobra.Command {
 			}
 			return g.print(table{header: []string{"DELETED"}, rows: [][]string{{cell(c.UUID)}},
 				value: map[string]any{"deleted": objects.Deref(c.UUID)}})
-		},
+		}),
 	}
 	cmd.AddCommand(create, list, show, del)
 	return cmd
