@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/oslo"
+)
+
+func TestServiceStateFollowsMagnumAPI(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { v := now.Add(-d); return &v }
+	tests := []struct {
+		name string
+		row  objects.MagnumService
+		want string
+	}{
+		{"recent heartbeat", objects.MagnumService{LastSeenUp: at(10 * time.Second)}, "up"},
+		{"exactly service_down_time", objects.MagnumService{LastSeenUp: at(180 * time.Second)}, "up"},
+		{"stale heartbeat", objects.MagnumService{LastSeenUp: at(181 * time.Second)}, "down"},
+		{"forced down", objects.MagnumService{LastSeenUp: at(time.Second), ForcedDown: true}, "down"},
+		{"no heartbeat, recent update", objects.MagnumService{UpdatedAt: at(time.Minute)}, "up"},
+		{"only created, long ago", objects.MagnumService{CreatedAt: at(time.Hour)}, "down"},
+		{"clock skew ahead", objects.MagnumService{LastSeenUp: at(-time.Minute)}, "up"},
+		{"disabled does not matter", objects.MagnumService{LastSeenUp: at(time.Second), Disabled: true}, "up"},
+		{"nothing at all", objects.MagnumService{}, "down"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := serviceState(&tt.row, now, 180*time.Second); got != tt.want {
+				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseLabels(t *testing.T) {
+	got, err := parseLabels(" a=1, b = two ,c=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["a"] != "1" || got["b"] != "two" || got["c"] != "" {
+		t.Fatalf("got %v", got)
+	}
+	if _, err := parseLabels("novalue"); err == nil || !strings.Contains(err.Error(), "novalue") {
+		t.Fatalf("a label without = should be refused, got %v", err)
+	}
+	if m, err := parseLabels(""); err != nil || len(m) != 0 {
+		t.Fatalf("empty labels: %v %v", m, err)
+	}
+}
+
+func TestExplainNamesTheFailureAndItsMeaning(t *testing.T) {
+	tests := []struct {
+		err  error
+		want []string
+	}{
+		{exception.ClusterNotFound("x"), []string{"magnum.common.exception.ClusterNotFound", "Cluster x could not be found.", "nothing with that name"}},
+		{exception.NotSupported(`Updating a cluster when status is "CREATE_IN_PROGRESS"`), []string{"NotSupported", "current status"}},
+		{exception.New("ClusterAlreadyExists", map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
+		{&oslo.TimeoutError{Method: "ping_conductor", After: time.Second}, []string{"is magnum-conductor running"}},
+		{exception.NotImplemented("This feature is not yet implemented."), []string{"builtins.NotImplementedError", "does not implement"}},
+		{fmt.Errorf("plain"), []string{"plain"}},
+	}
+	for _, tt := range tests {
+		got := explain(tt.err)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("explain(%v) = %q, missing %q", tt.err, got, w)
+			}
+		}
+	}
+}
+
+func TestUUIDIsVersion4(t *testing.T) {
+	u := newUUID()
+	if !looksLikeUUID(u) || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) {
+		t.Fatalf("not a v4 uuid: %s", u)
+	}
+	if u == newUUID() {
+		t.Fatal("two uuids are equal")
+	}
+}
