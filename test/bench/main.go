@@ -1,0 +1,362 @@
+// Command bench compares magnum-conductor with Debian's Python
+// magnum-conductor 15.0.1 on this machine: both run at once on the same
+// RabbitMQ, each with its own control exchange, topic and MariaDB database
+// holding the same data, and one Go load generator drives them in turn.
+// It prints a table and writes results/bench.json and results/bench.svg.
+// See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openstack/magnum-conductor/test/bench/load"
+	"github.com/openstack/magnum-conductor/test/bench/procstat"
+	"github.com/openstack/magnum-conductor/test/bench/rawamqp"
+	"github.com/openstack/magnum-conductor/test/harness"
+)
+
+type options struct {
+	duration  time.Duration
+	warmup    time.Duration
+	clusters  int
+	creates   int
+	callers   []int
+	out       string
+	timeout   time.Duration
+	mysqlAddr string
+	pyScript  string
+}
+
+func main() {
+	o := options{callers: []int{1, 16}}
+	flag.DurationVar(&o.duration, "duration", 8*time.Second, "measured time of each throughput cell")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each cell")
+	flag.IntVar(&o.clusters, "clusters", 100, "clusters seeded into both databases")
+	flag.IntVar(&o.creates, "creates", 50, "cluster_create casts per server")
+	flag.StringVar(&o.out, "out", "test/bench/results", "directory for bench.json and bench.svg")
+	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "the whole run's deadline")
+	flag.StringVar(&o.mysqlAddr, "mysql", "127.0.0.1:3306", "MariaDB address (root, no password)")
+	flag.StringVar(&o.pyScript, "python-conductor", "test/bench/python/run_conductor.py", "the Python conductor runner")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		cancel()
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, o options) error {
+	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Duration: o.duration.Seconds(),
+		Clusters: o.clusters, Creates: o.creates}
+
+	binDir, err := os.MkdirTemp("", "magnum-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(binDir)
+	logf("building the binaries")
+	bins, err := harness.Build(binDir)
+	if err != nil {
+		return err
+	}
+
+	admin, err := openAdmin(ctx, o.mysqlAddr)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	py := &server{label: "python", exchange: randomName("bench_py_x_"), topic: randomName("bench_py_topic_")}
+	ours := &server{label: "ours", exchange: randomName("bench_go_x_"), topic: randomName("bench_go_topic_")}
+	// Stop both servers on every way out (error, SIGINT, deadline).
+	defer ours.stop()
+	defer py.stop()
+
+	pyDB, err := createDatabase(ctx, admin, o.mysqlAddr, "magnum_bench_py_")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dropDatabase(admin, pyDB.name) }()
+	goDB, err := createDatabase(ctx, admin, o.mysqlAddr, "magnum_bench_go_")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dropDatabase(admin, goDB.name) }()
+
+	// Python 15.0.1 on its own schema (alembic head 7da8489d6a68).
+	if err := writeConf(binDir, py, pyDB.url); err != nil {
+		return err
+	}
+	logf("python: magnum-db-manage upgrade")
+	if err := runCommand(ctx, 5*time.Minute, "/usr/bin/magnum-db-manage", "--config-file", py.conf, "upgrade"); err != nil {
+		return err
+	}
+	var rev string
+	if err := admin.QueryRowContext(ctx, "SELECT version_num FROM `"+pyDB.name+"`.alembic_version").Scan(&rev); err != nil {
+		return fmt.Errorf("python schema version: %w", err)
+	}
+	rep.PythonSchema = rev
+	script, err := filepath.Abs(o.pyScript)
+	if err != nil {
+		return err
+	}
+	logf("python: starting %s (workers = CPU count)", o.pyScript)
+	if err := py.start([]string{"/usr/bin/python3", script, "--config-file", py.conf}); err != nil {
+		return err
+	}
+	if err := py.connect(); err != nil {
+		return err
+	}
+	if err := py.waitPing(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+
+	// Ours at head, on its own schema.
+	if err := writeConf(binDir, ours, goDB.url); err != nil {
+		return err
+	}
+	logf("ours: magnum-db-manage upgrade")
+	if err := runCommand(ctx, 5*time.Minute, bins.DBManage, "--config-file", ours.conf, "upgrade"); err != nil {
+		return err
+	}
+	logf("ours: starting %s", bins.Conductor)
+	if err := ours.start([]string{bins.Conductor, "--config-file", ours.conf}); err != nil {
+		return err
+	}
+	if err := ours.connect(); err != nil {
+		return err
+	}
+	if err := ours.waitPing(ctx, time.Minute); err != nil {
+		return err
+	}
+
+	seed := newSeed(o.clusters)
+	for _, s := range []*server{py, ours} {
+		logf("%s: seeding 1 template, %d clusters, %d nodegroups through object_action create", s.label, len(seed.clusters), len(seed.ngs))
+		t0 := time.Now()
+		if err := seed.seed(ctx, s); err != nil {
+			return err
+		}
+		cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+		n, err := listClusters(cctx, s)
+		ccancel()
+		if err != nil {
+			return err
+		}
+		if n != o.clusters {
+			return fmt.Errorf("%s: Cluster.list returned %d clusters, want %d", s.label, n, o.clusters)
+		}
+		logf("%s: seeded in %.1fs", s.label, time.Since(t0).Seconds())
+	}
+
+	// Idle memory: both servers up, seeded, nothing in flight.
+	if err := sleepCtx(ctx, 5*time.Second); err != nil {
+		return err
+	}
+	if rep.Python.IdleMem, err = procstat.Memory(py.pid()); err != nil {
+		return err
+	}
+	if rep.Ours.IdleMem, err = procstat.Memory(ours.pid()); err != nil {
+		return err
+	}
+	logf("idle: python RSS %.1f MiB PSS %.1f MiB (%d processes), ours RSS %.1f MiB",
+		bytesMiB(rep.Python.IdleMem.RSS), bytesMiB(rep.Python.IdleMem.PSS), rep.Python.IdleMem.Procs, bytesMiB(rep.Ours.IdleMem.RSS))
+
+	pySamp := procstat.StartSampler(ctx, py.pid(), 200*time.Millisecond)
+	goSamp := procstat.StartSampler(ctx, ours.pid(), 200*time.Millisecond)
+	pyCPU0, goCPU0 := procstat.CPU(py.pid()), procstat.CPU(ours.pid())
+	runStart := time.Now()
+
+	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
+		logf("%s: %s, %d callers", s.label, name, callers)
+		r := load.Run(ctx, load.Options{Callers: callers, Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second}, fn)
+		logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
+		return r
+	}
+
+	// The broker's own limit, while both servers idle.
+	for _, confirm := range []bool{true, false} {
+		pair, err := rawamqp.Start(ctx, rawamqp.Options{URL: harness.Broker, Confirm: confirm})
+		if err != nil {
+			return err
+		}
+		body := []byte(`{"ping":true}`)
+		for _, n := range o.callers {
+			logf("raw amqp091-go request/reply (confirms %v), %d callers", confirm, n)
+			r := load.Run(ctx, load.Options{Callers: n, Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second},
+				func(ctx context.Context) error { _, err := pair.Call(ctx, body); return err })
+			logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
+			if confirm {
+				rep.Raw = append(rep.Raw, r)
+			} else {
+				rep.RawNoConfirm = append(rep.RawNoConfirm, r)
+			}
+		}
+		pair.Close()
+	}
+
+	for _, s := range []*server{py, ours} {
+		side := rep.side(s.label)
+		c0 := procstat.CPU(s.pid())
+		for _, n := range o.callers {
+			side.Ping = append(side.Ping, cell("ping_conductor", s, n, func(ctx context.Context) error {
+				ok, err := s.api.PingConductor(adminCtx(ctx))
+				if err == nil && !ok {
+					err = errors.New("ping_conductor answered false")
+				}
+				return err
+			}))
+		}
+		for _, n := range o.callers {
+			side.List = append(side.List, cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, func(ctx context.Context) error {
+				got, err := listClusters(ctx, s)
+				if err == nil && got < o.clusters {
+					err = fmt.Errorf("Cluster.list returned %d clusters, want %d", got, o.clusters)
+				}
+				return err
+			}))
+		}
+		logf("%s: %d cluster_create casts", s.label, o.creates)
+		side.Create = creates(ctx, s, seed, o.creates)
+		logf("  %d complete in %.2fs: %.2f clusters/s, %d failed, %d errors %s", side.Create.Completed, side.Create.Seconds,
+			side.Create.PerSec, side.Create.Failed, side.Create.Errors, side.Create.FirstErr)
+		side.CPUOwn = procstat.CPU(s.pid()) - c0
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	rep.RunSeconds = time.Since(runStart).Seconds()
+	rep.Python.CPURun = procstat.CPU(py.pid()) - pyCPU0
+	rep.Ours.CPURun = procstat.CPU(ours.pid()) - goCPU0
+	var e1, e2 int
+	rep.Python.PeakMem, e1 = pySamp.Stop()
+	rep.Ours.PeakMem, e2 = goSamp.Stop()
+	rep.SamplerErrors = e1 + e2
+
+	table := rep.table()
+	fmt.Print(table)
+	if err := rep.write(o.out, table); err != nil {
+		return err
+	}
+	if n := rep.errors(); n > 0 {
+		return fmt.Errorf("%d errors during the run (see the table)", n)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// createResult is the end-to-end create measurement.
+type createResult struct {
+	Casts     int     `json:"casts"`
+	Completed int     `json:"completed"`
+	Failed    int     `json:"failed"`
+	Errors    int     `json:"errors"`
+	Seconds   float64 `json:"seconds"`
+	PerSec    float64 `json:"per_sec"`
+	FirstErr  string  `json:"first_error,omitempty"`
+}
+
+// creates sends n cluster_create casts (1 master, 1 worker each, as
+// magnum-api's defaults) and polls Cluster.get_by_uuid, in cast order,
+// until every cluster has left CREATE_IN_PROGRESS. The clock runs from the
+// first cast to the last cluster seen CREATE_COMPLETE.
+func creates(ctx context.Context, s *server, seed *seedData, n int) createResult {
+	res := createResult{Casts: n}
+	fail := func(err error) {
+		res.Errors++
+		if res.FirstErr == "" {
+			res.FirstErr = err.Error()
+		}
+	}
+	ids := make([]string, 0, n)
+	start := time.Now()
+	timeout := 60
+	for i := range n {
+		id, prim, err := createPrimitive(seed.template, fmt.Sprintf("bench-new-%s-%03d", s.label, i))
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = s.api.ClusterCreateAsync(adminCtx(cctx), prim, 1, 1, &timeout)
+			cancel()
+		}
+		if err != nil {
+			fail(err)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	last := start
+	for _, id := range ids {
+		for {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				fail(fmt.Errorf("cluster %s not complete within the deadline", id))
+				break
+			}
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			st, err := getStatus(cctx, s, id)
+			cancel()
+			if err != nil {
+				fail(err)
+				break
+			}
+			if st == "CREATE_COMPLETE" {
+				res.Completed++
+				last = time.Now()
+				break
+			}
+			if st != "" && !strings.HasSuffix(st, "_IN_PROGRESS") {
+				res.Failed++
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	res.Seconds = last.Sub(start).Seconds()
+	if res.Seconds > 0 {
+		res.PerSec = float64(res.Completed) / res.Seconds
+	}
+	return res
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s, %d CPUs (%s), %s/%s, %s", host, runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

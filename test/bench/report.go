@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/openstack/magnum-conductor/test/bench/load"
+	"github.com/openstack/magnum-conductor/test/bench/procstat"
+)
+
+// sideResult is one server's figures.
+type sideResult struct {
+	Ping    []load.Result `json:"ping_conductor"`
+	List    []load.Result `json:"cluster_list"`
+	Create  createResult  `json:"cluster_create"`
+	IdleMem procstat.Mem  `json:"idle_memory"`
+	PeakMem procstat.Mem  `json:"peak_memory"`
+	// CPURun is the CPU seconds of the server's process tree over the
+	// whole load phase; CPUOwn over its own cells only.
+	CPURun float64 `json:"cpu_seconds_run"`
+	CPUOwn float64 `json:"cpu_seconds_own_cells"`
+}
+
+type report struct {
+	Date          string        `json:"date"`
+	Machine       string        `json:"machine"`
+	Duration      float64       `json:"cell_seconds"`
+	Clusters      int           `json:"clusters_seeded"`
+	Creates       int           `json:"creates"`
+	PythonSchema  string        `json:"python_alembic_revision"`
+	Notes         []string      `json:"notes"`
+	Python        sideResult    `json:"python"`
+	Ours          sideResult    `json:"ours"`
+	Raw           []load.Result `json:"raw_amqp_confirms"`
+	RawNoConfirm  []load.Result `json:"raw_amqp_no_confirms"`
+	RunSeconds    float64       `json:"run_seconds"`
+	SamplerErrors int           `json:"memory_sampler_errors"`
+}
+
+func (r *report) side(label string) *sideResult {
+	if label == "python" {
+		return &r.Python
+	}
+	return &r.Ours
+}
+
+func notes() []string {
+	return []string{
+		"Python: Debian's magnum-conductor 15.0.1 (test/bench/python/run_conductor.py), workers = CPU count; " +
+			"Magnum 15.0.1's Keystone trust step (create_trustee_and_trust) is stubbed out (no Keystone here), " +
+			"and a zero-delay out-of-tree driver completes every create inside create_cluster.",
+		"Ours: bin/magnum-conductor with the simulated driver at operation_delay 0 (a create completes inside the driver call).",
+		"Both: same RabbitMQ, own control_exchange/topic, own MariaDB database with 1 template and the same clusters " +
+			"(1 master + 1 worker nodegroup each), seeded through each conductor's object_action create.",
+		"Load: one Go client (api/oslo + api/conductorapi), admin all-tenants context; Cluster.list at objver 1.23 with " +
+			"limit 1000, sort id asc, as magnum-api 15.0.1 sends it.",
+		"Limit: raw amqp091-go request/reply on the same broker, no envelope; 'confirms' keeps oslo's publisher confirms " +
+			"and acks (the reference for ours/limit); 'no confirms' is fire-and-forget publishing.",
+	}
+}
+
+func (r *report) errors() int {
+	n := r.Python.Create.Errors + r.Python.Create.Failed + r.Ours.Create.Errors + r.Ours.Create.Failed + r.SamplerErrors
+	for _, rs := range [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm} {
+		for _, x := range rs {
+			n += x.Errors
+		}
+	}
+	return n
+}
+
+func rate(x load.Result) string {
+	return fmt.Sprintf("%.0f/s (p50 %.2f, p99 %.2f ms)", x.PerSec, x.P50ms, x.P99ms)
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	v := a / b
+	switch {
+	case v >= 10:
+		return fmt.Sprintf("%.0f×", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f×", v)
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
+func mib(b int64) float64 { return bytesMiB(b) }
+
+// table renders the comparison; the last two columns are ours/Python and
+// ours/limit.
+func (r *report) table() string {
+	r.Notes = notes()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "magnum-conductor benchmark, %s\nmachine: %s\n", r.Date, r.Machine)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "* %s\n", n)
+	}
+	fmt.Fprintf(&b, "* Python schema at alembic %s; %.0f s per throughput cell.\n\n", r.PythonSchema, r.Duration)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tpython 15.0.1\tours\traw amqp limit\tours/python\tours/limit\t")
+	for i := range r.Raw {
+		if i >= len(r.Python.Ping) || i >= len(r.Ours.Ping) {
+			break
+		}
+		p, o, l := r.Python.Ping[i], r.Ours.Ping[i], r.Raw[i]
+		fmt.Fprintf(tw, "ping_conductor, %d callers\t%s\t%s\t%s\t%s\t%s\t\n", o.Callers, rate(p), rate(o), rate(l),
+			ratio(o.PerSec, p.PerSec), ratio(o.PerSec, l.PerSec))
+	}
+	for i := range r.Ours.List {
+		if i >= len(r.Python.List) {
+			break
+		}
+		p, o := r.Python.List[i], r.Ours.List[i]
+		fmt.Fprintf(tw, "Cluster.list (%d clusters), %d callers\t%s\t%s\t-\t%s\t-\t\n", r.Clusters, o.Callers, rate(p), rate(o),
+			ratio(o.PerSec, p.PerSec))
+	}
+	pc, oc := r.Python.Create, r.Ours.Create
+	fmt.Fprintf(tw, "cluster_create → CREATE_COMPLETE (%d casts)\t%.2f clusters/s (%.1f s)\t%.2f clusters/s (%.1f s)\t-\t%s\t-\t\n",
+		r.Creates, pc.PerSec, pc.Seconds, oc.PerSec, oc.Seconds, ratio(oc.PerSec, pc.PerSec))
+	pi, oi := r.Python.IdleMem, r.Ours.IdleMem
+	fmt.Fprintf(tw, "idle memory (MiB)\tRSS %.1f, PSS %.1f (%d procs)\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
+		mib(pi.RSS), mib(pi.PSS), pi.Procs, mib(oi.RSS), mib(oi.PSS), ratio(float64(oi.RSS), float64(pi.PSS)))
+	pp, op := r.Python.PeakMem, r.Ours.PeakMem
+	fmt.Fprintf(tw, "peak memory during the run (MiB)\tRSS %.1f, PSS %.1f\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
+		mib(pp.RSS), mib(pp.PSS), mib(op.RSS), mib(op.PSS), ratio(float64(op.RSS), float64(pp.PSS)))
+	fmt.Fprintf(tw, "CPU seconds, own cells (whole run)\t%.1f (%.1f)\t%.1f (%.1f)\t-\t%s\t-\t\n",
+		r.Python.CPUOwn, r.Python.CPURun, r.Ours.CPUOwn, r.Ours.CPURun, ratio(r.Ours.CPUOwn, r.Python.CPUOwn))
+	for i, l := range r.Raw {
+		fmt.Fprintf(tw, "raw amqp091-go request/reply, %d callers\t-\t-\t%s\t-\t-\t\n", l.Callers, rate(l))
+		if i < len(r.RawNoConfirm) {
+			n := r.RawNoConfirm[i]
+			fmt.Fprintf(tw, "  same without publisher confirms\t-\t-\t%s\t-\t-\t\n", rate(n))
+		}
+	}
+	errs := func(s *sideResult) int {
+		n := s.Create.Errors + s.Create.Failed
+		for _, x := range append(append([]load.Result{}, s.Ping...), s.List...) {
+			n += x.Errors
+		}
+		return n
+	}
+	rawErr := 0
+	for _, x := range append(append([]load.Result{}, r.Raw...), r.RawNoConfirm...) {
+		rawErr += x.Errors
+	}
+	fmt.Fprintf(tw, "errors\t%d\t%d\t%d\t\t\t\n", errs(&r.Python), errs(&r.Ours), rawErr)
+	_ = tw.Flush()
+	var firsts []string
+	for label, s := range map[string]*sideResult{"python": &r.Python, "ours": &r.Ours} {
+		for _, x := range append(append([]load.Result{}, s.Ping...), s.List...) {
+			if x.FirstErr != "" {
+				firsts = append(firsts, label+": "+x.FirstErr)
+			}
+		}
+		if s.Create.FirstErr != "" {
+			firsts = append(firsts, label+" create: "+s.Create.FirstErr)
+		}
+	}
+	for _, f := range firsts {
+		fmt.Fprintf(&b, "first error: %s\n", f)
+	}
+	return b.String()
+}
+
+// write stores bench.json, bench.svg and bench.txt under dir.
+func (r *report) write(dir, table string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.txt"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bench.svg"), []byte(r.svg()), 0o644)
+}
+
+type series struct {
+	name  string
+	color string
+	dash  bool
+	pts   []load.Result
+}
+
+// svg draws calls/s against callers (log scale) for ping_conductor and
+// Cluster.list, Python, ours and the raw limit.
+func (r *report) svg() string {
+	const w, h = 920, 470
+	panels := []struct {
+		title string
+		ss    []series
+	}{
+		{"ping_conductor round trips/s", []series{
+			{"raw amqp091-go (confirms)", "#888888", true, r.Raw},
+			{"ours", "#1f77b4", false, r.Ours.Ping},
+			{"python 15.0.1", "#d62728", false, r.Python.Ping},
+		}},
+		{fmt.Sprintf("Cluster.list (%d clusters) calls/s", r.Clusters), []series{
+			{"ours", "#1f77b4", false, r.Ours.List},
+			{"python 15.0.1", "#d62728", false, r.Python.List},
+		}},
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="20" text-anchor="middle" font-size="14">magnum-conductor: ours vs Python 15.0.1 (throughput against callers, %s)</text>`+"\n", w/2, esc(r.Date))
+	for pi, p := range panels {
+		x0 := 70 + pi*(w/2)
+		y0, pw, ph := 50, w/2-110, h-130
+		// y: log10 from the decade below the smallest to the one above the largest.
+		lo, hi := math.Inf(1), 0.0
+		for _, s := range p.ss {
+			for _, x := range s.pts {
+				if x.PerSec > 0 {
+					lo = math.Min(lo, x.PerSec)
+					hi = math.Max(hi, x.PerSec)
+				}
+			}
+		}
+		if hi == 0 {
+			lo, hi = 1, 10
+		}
+		dlo, dhi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+		if dhi == dlo {
+			dhi++
+		}
+		ymap := func(v float64) float64 {
+			return float64(y0+ph) - (math.Log10(v)-dlo)/(dhi-dlo)*float64(ph)
+		}
+		callers := []int{}
+		for _, x := range p.ss[0].pts {
+			callers = append(callers, x.Callers)
+		}
+		cmax := 16.0
+		if len(callers) > 0 {
+			cmax = math.Max(2, float64(callers[len(callers)-1]))
+		}
+		xmap := func(c int) float64 {
+			return float64(x0) + math.Log2(float64(c))/math.Log2(cmax)*float64(pw)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="13">%s</text>`+"\n", x0+pw/2, y0-12, esc(p.title))
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", x0, y0, pw, ph)
+		for d := dlo; d <= dhi; d++ {
+			y := ymap(math.Pow(10, d))
+			fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, x0+pw, y, y)
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-5, y+4, humanize(math.Pow(10, d)))
+		}
+		for _, c := range callers {
+			x := xmap(c)
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#ddd"/>`+"\n", x, x, y0, y0+ph)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x, y0+ph+16, c)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">callers (log scale); calls/s on a log scale</text>`+"\n", x0+pw/2, y0+ph+34)
+		for si, s := range p.ss {
+			var pts []string
+			for _, x := range s.pts {
+				if x.PerSec > 0 {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", xmap(x.Callers), ymap(x.PerSec)))
+				}
+			}
+			dash := ""
+			if s.dash {
+				dash = ` stroke-dasharray="6,4"`
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), s.color, dash)
+			for _, x := range s.pts {
+				if x.PerSec > 0 {
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", xmap(x.Callers), ymap(x.PerSec), s.color)
+					fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%.0f</text>`+"\n", xmap(x.Callers)+6, ymap(x.PerSec)-6, s.color, x.PerSec)
+				}
+			}
+			ly := y0 + ph + 52 + si*16
+			fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, x0, x0+24, ly-4, ly-4, s.color, dash)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", x0+30, ly, esc(s.name))
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func humanize(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%gM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%gk", v/1e3)
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+func esc(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	return r.Replace(s)
+}
