@@ -22,6 +22,7 @@ func BenchmarkNoopCall(b *testing.B) {
 		b.Run(fmt.Sprintf("oslo/callers=%d", callers), func(b *testing.B) { benchOslo(b, callers) })
 		b.Run(fmt.Sprintf("raw/callers=%d", callers), func(b *testing.B) { benchRaw(b, callers, false) })
 		b.Run(fmt.Sprintf("raw+confirms/callers=%d", callers), func(b *testing.B) { benchRaw(b, callers, true) })
+		b.Run(fmt.Sprintf("raw+oslowire/callers=%d", callers), func(b *testing.B) { benchRawOsloWire(b, callers) })
 	}
 }
 
@@ -196,6 +197,113 @@ func benchRaw(b *testing.B, callers int, confirms bool) {
 		waiting[id] = w
 		mu.Unlock()
 		if err := cpub(q, amqp.Publishing{CorrelationId: id, ReplyTo: rq.Name, Body: []byte(`{"method": "noop"}`)}); err != nil {
+			return err
+		}
+		select {
+		case <-w:
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("raw reply %s timed out", id)
+		}
+	})
+}
+
+// benchRawOsloWire is raw amqp091-go with oslo's wire costs: a topic
+// exchange, the 1.5 KB enveloped request with 29 context keys, persistent
+// delivery, expiration, confirms on both sides, a mandatory reply and
+// manual acks; no JSON work in Go.
+func benchRawOsloWire(b *testing.B, callers int) {
+	exchange := "rawwire_" + uuidHex()[:8]
+	q := exchange
+	sconn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sconn.Close()
+	sch, _ := sconn.Channel()
+	defer cleanupBench(exchange)
+	if err := sch.ExchangeDeclare(exchange, "topic", false, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sch.QueueDeclare(q, false, true, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	_ = sch.QueueBind(q, q, exchange, false, nil)
+	reqs, _ := sch.Consume(q, "", false, false, false, false, nil)
+	pool := func(conn *amqp.Connection) func(ex, key string, mandatory bool, m amqp.Publishing) error {
+		var mu sync.Mutex
+		var idle []*amqp.Channel
+		return func(ex, key string, mandatory bool, m amqp.Publishing) error {
+			mu.Lock()
+			var ch *amqp.Channel
+			if n := len(idle); n > 0 {
+				ch, idle = idle[n-1], idle[:n-1]
+			}
+			mu.Unlock()
+			if ch == nil {
+				var err error
+				if ch, err = conn.Channel(); err != nil {
+					return err
+				}
+				_ = ch.Confirm(false)
+			}
+			m.DeliveryMode, m.ContentType, m.ContentEncoding, m.Headers = 2, "application/json", "utf-8", amqp.Table{}
+			dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), ex, key, mandatory, false, m)
+			if err != nil {
+				return err
+			}
+			dc.Wait()
+			mu.Lock()
+			idle = append(idle, ch)
+			mu.Unlock()
+			return nil
+		}
+	}
+	spub := pool(sconn)
+	reply := []byte(`{"oslo.version": "2.0", "oslo.message": "{\"result\": null, \"failure\": null, \"ending\": true, \"_msg_id\": \"372baf9da21846bbad45c07fcf4a5412\", \"_unique_id\": \"4e18940eedef484c8c1880b69d498625\"}"}`)
+	go func() {
+		for d := range reqs {
+			_ = d.Ack(false)
+			go func(d amqp.Delivery) {
+				_ = spub("", d.ReplyTo, true, amqp.Publishing{CorrelationId: d.CorrelationId, Body: reply})
+			}(d)
+		}
+	}()
+	cconn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cconn.Close()
+	cch, _ := cconn.Channel()
+	rq, err := cch.QueueDeclare("reply_"+uuidHex(), false, false, false, false, amqp.Table{"x-expires": int32(1800000)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cleanupBench("", rq.Name)
+	replies, _ := cch.Consume(rq.Name, "1", false, false, false, false, nil)
+	var mu sync.Mutex
+	waiting := map[string]chan struct{}{}
+	go func() {
+		for d := range replies {
+			_ = d.Ack(false)
+			mu.Lock()
+			if w, ok := waiting[d.CorrelationId]; ok {
+				close(w)
+				delete(waiting, d.CorrelationId)
+			}
+			mu.Unlock()
+		}
+	}()
+	body, _ := encodeRequest(userCtx(), Target{Topic: q}, "noop", nil, uuidHex(), rq.Name, 0)
+	var seq atomic.Int64
+	cpub := pool(cconn)
+	runCallers(b, callers, func() error {
+		id := strconv.FormatInt(seq.Add(1), 10)
+		w := make(chan struct{})
+		mu.Lock()
+		waiting[id] = w
+		mu.Unlock()
+		if err := cpub(exchange, q, false, amqp.Publishing{CorrelationId: id, ReplyTo: rq.Name, Expiration: "60000", Body: body}); err != nil {
 			return err
 		}
 		select {

@@ -94,30 +94,41 @@ var contextOrder = [...]string{"user", "project_id", "system_scope", "project", 
 	"user_domain_id", "user_domain_name", "user_name", "user_id", "project_name", "trust_id",
 	"auth_token_info", "password", "all_tenants"}
 
-// addContext appends the _context_* keys of m in magnum's order.
+// addContext appends the _context_* keys of m in magnum's order, then any
+// other key sorted.
 func addContext(ob *orderedObject, m map[string]any) error {
-	done := map[string]bool{}
 	for _, k := range contextOrder {
 		if v, ok := m[k]; ok {
-			if err := ob.add("_context_"+k, v); err != nil {
+			if err := ob.addPrefixed("_context_", k, v); err != nil {
 				return err
 			}
-			done[k] = true
 		}
+	}
+	if len(m) == len(contextOrder) {
+		return nil
 	}
 	var rest []string
 	for k := range m {
-		if !done[k] {
+		if !inContextOrder(k) {
 			rest = append(rest, k)
 		}
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		if err := ob.add("_context_"+k, m[k]); err != nil {
+		if err := ob.addPrefixed("_context_", k, m[k]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func inContextOrder(k string) bool {
+	for _, o := range contextOrder {
+		if o == k {
+			return true
+		}
+	}
+	return false
 }
 
 // encodeRequest builds the enveloped request body.

@@ -185,6 +185,9 @@ func decodeKwargs(raw json.RawMessage) ([]Kwarg, error) {
 	if t := pyTypeName(raw); t != "dict" {
 		return nil, exception.Builtin("AttributeError", fmt.Sprintf("'%s' object has no attribute 'items'", t))
 	}
+	if string(bytes.TrimSpace(raw)) == "{}" {
+		return nil, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil {
 		return nil, exception.Builtin("ValueError", "malformed args: "+err.Error())

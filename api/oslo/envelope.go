@@ -193,6 +193,10 @@ func pyLayout(compact []byte) []byte {
 				esc = true
 			case c == '"':
 				inStr = false
+			case c == 0x7f:
+				out = append(out, `\u007f`...)
+				i++
+				continue
 			case c >= 0x80:
 				r, size := utf8.DecodeRune(compact[i:])
 				if r == utf8.RuneError && size <= 1 {
@@ -247,14 +251,19 @@ type replyMessage struct {
 
 // encodeReply builds the enveloped body of a reply.
 func encodeReply(msgID string, result json.RawMessage, failure *string, ending bool) ([]byte, error) {
-	if result == nil {
-		result = json.RawMessage("null")
-	}
-	inner, err := marshalNoEscape(replyMessage{Result: result, Failure: failure, Ending: ending, MsgID: msgID, UniqueID: uuidHex()})
-	if err != nil {
+	var ob orderedObject
+	if err := ob.add("result", result); err != nil {
 		return nil, err
 	}
-	return wrapEnvelope(inner)
+	if failure != nil {
+		_ = ob.add("failure", *failure)
+	} else {
+		_ = ob.add("failure", nil)
+	}
+	_ = ob.add("ending", ending)
+	_ = ob.add("_msg_id", msgID)
+	_ = ob.add("_unique_id", uuidHex())
+	return wrapEnvelope(ob.bytes())
 }
 
 // orderedObject appends key/value pairs to a JSON object in order, laid
@@ -265,13 +274,24 @@ type orderedObject struct {
 }
 
 func (o *orderedObject) add(key string, value any) error {
+	return o.addPrefixed("", key, value)
+}
+
+// addPrefixed adds prefix+key without building the concatenated key.
+func (o *orderedObject) addPrefixed(prefix, key string, value any) error {
 	mark := len(o.buf)
+	if o.buf == nil {
+		o.buf = make([]byte, 0, 2048)
+	}
 	if o.count == 0 {
 		o.buf = append(o.buf, '{')
 	} else {
 		o.buf = append(o.buf, ", "...)
 	}
-	o.buf = append(appendPyString(o.buf, key), ": "...)
+	o.buf = append(o.buf, '"')
+	o.buf = appendPyStringBody(o.buf, prefix)
+	o.buf = appendPyStringBody(o.buf, key)
+	o.buf = append(o.buf, '"', ':', ' ')
 	var err error
 	if o.buf, err = appendPyJSON(o.buf, value); err != nil {
 		o.buf = o.buf[:mark]

@@ -13,14 +13,20 @@ import (
 const hexDigits = "0123456789abcdef"
 
 // appendPyString appends s as a JSON string the way Python's json.dumps
-// writes it (ensure_ascii: everything above 0x7e... 0x7f escaped as
-// \uXXXX, surrogate pairs for non-BMP runes).
+// writes it (ensure_ascii: everything outside ' '..'~' escaped, as
+// \uXXXX with surrogate pairs for non-BMP runes).
 func appendPyString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = appendPyStringBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendPyStringBody appends the escaped content of s, without quotes.
+func appendPyStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
 			i++
 			continue
 		}
@@ -47,7 +53,7 @@ func appendPyString(dst []byte, s string) []byte {
 		case c == '\f':
 			dst = append(dst, '\\', 'f')
 			i++
-		case c < 0x20:
+		case c < 0x20 || c == 0x7f:
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			i++
 		default:
@@ -64,8 +70,7 @@ func appendPyString(dst []byte, s string) []byte {
 		}
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 func appendU4(dst []byte, r rune) []byte {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -447,9 +448,9 @@ func (s *Server) markObsolete(q string) {
 // failure that err becomes.
 func buildReply(msgID string, result any, err error) ([]byte, error) {
 	if err == nil {
-		raw, merr := marshalNoEscape(result)
+		raw, merr := appendPyJSON(nil, result)
 		if merr == nil {
-			return encodeReply(msgID, raw, nil, true)
+			return encodeReply(msgID, json.RawMessage(raw), nil, true)
 		}
 		err = fmt.Errorf("RPC result is not JSON-serializable: %w", merr)
 	}

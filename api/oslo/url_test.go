@@ -90,3 +90,22 @@ func TestServerIDLooksLikeMagnums(t *testing.T) {
 		t.Fatalf("server id %q", id)
 	}
 }
+
+func TestPythonJSONLayout(t *testing.T) {
+	// Expected values printed by Python's json.dumps.
+	for in, want := range map[string]string{
+		"é": `"\u00e9"`, "😀": `"\ud83d\ude00"`, "\x01": `"\u0001"`, "\x7f": `"\u007f"`,
+		"</a>&": `"</a>&"`, "a\"b\\c\n\r\t\b\f": `"a\"b\\c\n\r\t\b\f"`, "\u2028": `"\u2028"`,
+	} {
+		if got := string(appendPyString(nil, in)); got != want {
+			t.Errorf("%q: got %s want %s", in, got, want)
+		}
+		if got, _ := marshalNoEscape(in); in != "a\"b\\c\n\r\t\b\f" && string(got) != want {
+			t.Errorf("marshalNoEscape %q: got %s want %s", in, got, want)
+		}
+	}
+	got, _ := appendPyJSON(nil, map[string]any{"a": []any{1, "x", nil, true}, "b": map[string]any{}})
+	if string(got) != `{"a": [1, "x", null, true], "b": {}}` {
+		t.Errorf("got %s", got)
+	}
+}
