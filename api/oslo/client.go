@@ -257,12 +257,29 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	// The broker's confirm of the request is awaited beside the reply, not
 	// before it: the reply often arrives first (the broker may delay
 	// confirms of persistent messages).
-	sent := make(chan error, 1)
-	go func() {
-		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		sent <- c.pub.publish(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
-	}()
+	sendCtx, cancelSend := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	ip, err := c.pub.start(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
+	if err != nil {
+		cancelSend()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
+		}
+		return nil, err
+	}
+	var confirmed <-chan struct{}
+	if ip != nil {
+		confirmed = ip.confirmed()
+		defer func() {
+			if confirmed != nil {
+				// The reply came first: collect the confirm in the background.
+				go func() { _ = ip.finish(sendCtx); cancelSend() }()
+			} else {
+				cancelSend()
+			}
+		}()
+	} else {
+		cancelSend()
+	}
 	var cm <-chan time.Time
 	var cmTimer *time.Timer
 	if o.CallMonitorTimeout > 0 {
@@ -273,13 +290,10 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	var result json.RawMessage
 	for {
 		select {
-		case err := <-sent:
-			sent = nil
-			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
-					return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
-				}
-				return nil, err
+		case <-confirmed:
+			confirmed = nil
+			if err := ip.finish(sendCtx); err != nil {
+				return nil, fmt.Errorf("sending %s: %w", method, err)
 			}
 		case r := <-replies:
 			if r.Failure != nil {

@@ -196,13 +196,23 @@ func (p *publisher) publish(ctx context.Context, m publishing) error {
 }
 
 func (p *publisher) try(ctx context.Context, pc *pubChannel, m publishing) error {
+	dc, err := p.send(ctx, pc, m)
+	if err != nil {
+		return err
+	}
+	return p.await(ctx, pc, dc, m)
+}
+
+// send declares what m needs (once per connection) and publishes it
+// without waiting for the confirm.
+func (p *publisher) send(ctx context.Context, pc *pubChannel, m publishing) (*amqp.DeferredConfirmation, error) {
 	if m.declare != nil && !p.isDeclared(pc.gen, m.declareKey) {
 		if err := m.declare(pc.ch); err != nil {
-			return fmt.Errorf("declaring %s: %w", m.declareKey, err)
+			return nil, fmt.Errorf("declaring %s: %w", m.declareKey, err)
 		}
 		p.markDeclared(pc.gen, m.declareKey)
 	}
-	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, m.mandatory, false, amqp.Publishing{
+	return pc.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, m.mandatory, false, amqp.Publishing{
 		Headers:         amqp.Table{},
 		ContentType:     "application/json",
 		ContentEncoding: "utf-8",
@@ -211,9 +221,11 @@ func (p *publisher) try(ctx context.Context, pc *pubChannel, m publishing) error
 		Expiration:      m.expiration,
 		Body:            m.body,
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// await waits for the broker's confirm of the message sent on pc,
+// reporting a Basic.Return (which precedes the ack) as *ReturnedError.
+func (p *publisher) await(ctx context.Context, pc *pubChannel, dc *amqp.DeferredConfirmation, m publishing) error {
 	var returned *ReturnedError
 	for {
 		select {
@@ -234,6 +246,44 @@ func (p *publisher) try(ctx context.Context, pc *pubChannel, m publishing) error
 			return ctx.Err()
 		}
 	}
+}
+
+// inflightPublish is a message sent but not yet confirmed.
+type inflightPublish struct {
+	p  *publisher
+	pc *pubChannel
+	dc *amqp.DeferredConfirmation
+	m  publishing
+}
+
+// start publishes m on a pooled channel without waiting for the confirm;
+// the caller must call finish. On any failure it falls back to publish
+// (with its retries) and returns a nil *inflightPublish.
+func (p *publisher) start(ctx context.Context, m publishing) (*inflightPublish, error) {
+	pc, err := p.getChannel(ctx)
+	if err == nil {
+		dc, serr := p.send(ctx, pc, m)
+		if serr == nil {
+			return &inflightPublish{p: p, pc: pc, dc: dc, m: m}, nil
+		}
+		_ = pc.ch.Close()
+	}
+	return nil, p.publish(ctx, m)
+}
+
+// confirmed is closed when the broker answered.
+func (ip *inflightPublish) confirmed() <-chan struct{} { return ip.dc.Done() }
+
+// finish waits for the confirm and gives the channel back.
+func (ip *inflightPublish) finish(ctx context.Context) error {
+	err := ip.p.await(ctx, ip.pc, ip.dc, ip.m)
+	var re *ReturnedError
+	if err == nil || errors.As(err, &re) {
+		ip.p.putChannel(ip.pc)
+	} else {
+		_ = ip.pc.ch.Close()
+	}
+	return err
 }
 
 func (p *publisher) close() {
