@@ -30,8 +30,14 @@ type RabbitOptions struct {
 	SSLVersion                     string // ssl_version: "", TLSv1, TLSv1_1, TLSv1_2, TLSv1_3, SSLv23
 	SSLEnforceHostnameVerification bool   // ssl_enforce_hostname_verification
 
-	HeartbeatTimeoutThreshold time.Duration // heartbeat_timeout_threshold, default 60s; <0 disables
-	HeartbeatRate             int           // heartbeat_rate, default 2
+	// HeartbeatTimeoutThreshold is heartbeat_timeout_threshold (default
+	// 60s), negotiated as the AMQP heartbeat; frames go out every half of it.
+	// A negative value falls back to the client library's 10s (amqp091-go
+	// cannot disable heartbeats).
+	HeartbeatTimeoutThreshold time.Duration
+	// HeartbeatRate is heartbeat_rate; amqp091-go's own heartbeater makes it
+	// unnecessary, it is accepted for configuration compatibility.
+	HeartbeatRate int
 
 	RetryInterval       time.Duration // rabbit_retry_interval, default 1s
 	RetryBackoff        time.Duration // rabbit_retry_backoff, default 2s
