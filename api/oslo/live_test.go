@@ -552,3 +552,43 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 		t.Fatal("fanout queue survived Stop")
 	}
 }
+
+func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
+	e := newEnv(t)
+	e.opts.ExecutorThreadPoolSize = 1
+	release := make(chan struct{}) // never closed: handlers only end on cancellation
+	rec := newRecorder()
+	d := liveDispatcher(t, rec, release)
+	if err := d.Handle("stuck", Method(func(ctx context.Context, a echoArgs) (any, error) {
+		rec.add("entered")
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, d, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	c := e.client()
+	for i := 0; i < 3; i++ {
+		if err := c.Cast(userCtx(), Target{Topic: e.topic}, "stuck", map[string]any{"value": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.wait(t, "entered") // the single worker is taken; the listener waits for it
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Stop(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop past grace: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Stop took %s", d)
+	}
+}

@@ -308,8 +308,13 @@ func (s *Server) receive(ch *amqp.Channel, batch []amqp.Delivery) {
 		s.log.Warn("discarding RPC requests due to failed acknowledge", "error", err.Error(), "count", len(batch))
 		return
 	}
-	for _, d := range batch {
-		s.sem <- struct{}{}
+	for i, d := range batch {
+		select {
+		case s.sem <- struct{}{}:
+		case <-s.runCtx.Done():
+			s.log.Error("server stopped past its grace period; dropping acknowledged requests", "count", len(batch)-i)
+			return
+		}
 		s.inflight.Add(1)
 		go func(body []byte) {
 			defer s.inflight.Done()
@@ -544,7 +549,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	select {
 	case <-s.loopDone:
 	case <-ctx.Done():
+		// The listener may be waiting for a worker slot: release the
+		// handlers before waiting for it.
 		err = ctx.Err()
+		s.workCancel()
 	}
 	s.runCancel()
 	<-s.loopDone
