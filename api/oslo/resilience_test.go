@@ -79,3 +79,40 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveRedeclaresWhenQueuesAreDeleted: a broker-side queue deletion
+// cancels the consumers (consumer_cancel_notify); server and client
+// redeclare their queues and go on.
+func TestLiveRedeclaresWhenQueuesAreDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Rabbit.KombuReconnectDelay = 50 * time.Millisecond
+	e.startServer(liveDispatcher(t, newRecorder(), nil))
+	c := e.client()
+	tgt := Target{Topic: e.topic}
+	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.raw.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(e.topic, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(c.ReplyQueue(), false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 2 * time.Second})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery after queue deletion: %v", err)
+		}
+	}
+	if _, err := ch.QueueDeclarePassive(e.topic, false, false, false, false, nil); err != nil {
+		t.Fatalf("topic queue not redeclared: %v", err)
+	}
+}
