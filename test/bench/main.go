@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ type options struct {
 	timeout   time.Duration
 	mysqlAddr string
 	pyScript  string
+	only      string
 }
 
 func main() {
@@ -47,7 +49,20 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "the whole run's deadline")
 	flag.StringVar(&o.mysqlAddr, "mysql", "127.0.0.1:3306", "MariaDB address (root, no password)")
 	flag.StringVar(&o.pyScript, "python-conductor", "test/bench/python/run_conductor.py", "the Python conductor runner")
+	flag.StringVar(&o.only, "only", "", "debugging: run only \"ours\" (no Python, no raw limit)")
+	var rawServer rawamqp.Options
+	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
+	flag.StringVar(&rawServer.Queue, "raw-queue", "", "internal: the raw server's queue")
+	flag.BoolVar(&rawServer.Confirm, "raw-confirm", false, "internal: the raw server publishes with confirms")
 	flag.Parse()
+	if rawServer.Exchange != "" {
+		rawServer.URL = amqpURL()
+		if err := serveRaw(rawServer); err != nil {
+			fmt.Fprintln(os.Stderr, "bench raw server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -102,31 +117,10 @@ func run(ctx context.Context, o options) error {
 	}
 	defer func() { _ = dropDatabase(admin, goDB.name) }()
 
-	// Python 15.0.1 on its own schema (alembic head 7da8489d6a68).
-	if err := writeConf(binDir, py, pyDB.url); err != nil {
-		return err
-	}
-	logf("python: magnum-db-manage upgrade")
-	if err := runCommand(ctx, 5*time.Minute, "/usr/bin/magnum-db-manage", "--config-file", py.conf, "upgrade"); err != nil {
-		return err
-	}
-	var rev string
-	if err := admin.QueryRowContext(ctx, "SELECT version_num FROM `"+pyDB.name+"`.alembic_version").Scan(&rev); err != nil {
-		return fmt.Errorf("python schema version: %w", err)
-	}
-	rep.PythonSchema = rev
-	script, err := filepath.Abs(o.pyScript)
-	if err != nil {
-		return err
-	}
-	logf("python: starting %s (workers = CPU count)", o.pyScript)
-	if err := py.start([]string{"/usr/bin/python3", script, "--config-file", py.conf}); err != nil {
-		return err
-	}
-	if err := py.connect(); err != nil {
-		return err
-	}
-	if err := py.waitPing(ctx, 3*time.Minute); err != nil {
+	servers := []*server{py, ours}
+	if o.only == "ours" {
+		servers = []*server{ours}
+	} else if err := startPython(ctx, o, py, pyDB, binDir, admin, rep); err != nil {
 		return err
 	}
 
@@ -150,7 +144,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	seed := newSeed(o.clusters)
-	for _, s := range []*server{py, ours} {
+	for _, s := range servers {
 		logf("%s: seeding 1 template, %d clusters, %d nodegroups through object_action create", s.label, len(seed.clusters), len(seed.ngs))
 		t0 := time.Now()
 		if err := seed.seed(ctx, s); err != nil {
@@ -172,85 +166,99 @@ func run(ctx context.Context, o options) error {
 	if err := sleepCtx(ctx, 5*time.Second); err != nil {
 		return err
 	}
-	if rep.Python.IdleMem, err = procstat.Memory(py.pid()); err != nil {
-		return err
+	samplers := map[*server]*procstat.Sampler{}
+	cpu0 := map[*server]float64{}
+	for _, s := range servers {
+		side := rep.side(s.label)
+		if side.IdleMem, err = procstat.Memory(s.pid()); err != nil {
+			return err
+		}
+		logf("idle: %s RSS %.1f MiB PSS %.1f MiB (%d processes)", s.label,
+			bytesMiB(side.IdleMem.RSS), bytesMiB(side.IdleMem.PSS), side.IdleMem.Procs)
 	}
-	if rep.Ours.IdleMem, err = procstat.Memory(ours.pid()); err != nil {
-		return err
+	for _, s := range servers {
+		samplers[s] = procstat.StartSampler(ctx, s.pid(), 200*time.Millisecond)
+		cpu0[s] = procstat.CPU(s.pid())
 	}
-	logf("idle: python RSS %.1f MiB PSS %.1f MiB (%d processes), ours RSS %.1f MiB",
-		bytesMiB(rep.Python.IdleMem.RSS), bytesMiB(rep.Python.IdleMem.PSS), rep.Python.IdleMem.Procs, bytesMiB(rep.Ours.IdleMem.RSS))
-
-	pySamp := procstat.StartSampler(ctx, py.pid(), 200*time.Millisecond)
-	goSamp := procstat.StartSampler(ctx, ours.pid(), 200*time.Millisecond)
-	pyCPU0, goCPU0 := procstat.CPU(py.pid()), procstat.CPU(ours.pid())
 	runStart := time.Now()
 
+	lopts := load.Options{Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second}
 	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
 		logf("%s: %s, %d callers", s.label, name, callers)
-		r := load.Run(ctx, load.Options{Callers: callers, Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second}, fn)
+		c0 := procstat.CPU(s.pid())
+		lo := lopts
+		lo.Callers = callers
+		r := load.Run(ctx, lo, fn)
+		rep.side(s.label).CPUOwn += procstat.CPU(s.pid()) - c0
 		logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
 		return r
 	}
-
-	// The broker's own limit, while both servers idle.
-	for _, confirm := range []bool{true, false} {
-		pair, err := rawamqp.Start(ctx, rawamqp.Options{URL: harness.Broker, Confirm: confirm})
-		if err != nil {
+	ping := func(s *server) func(context.Context) error {
+		return func(ctx context.Context) error {
+			ok, err := s.api.PingConductor(adminCtx(ctx))
+			if err == nil && !ok {
+				err = errors.New("ping_conductor answered false")
+			}
 			return err
 		}
-		body := []byte(`{"ping":true}`)
-		for _, n := range o.callers {
-			logf("raw amqp091-go request/reply (confirms %v), %d callers", confirm, n)
-			r := load.Run(ctx, load.Options{Callers: n, Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second},
-				func(ctx context.Context) error { _, err := pair.Call(ctx, body); return err })
-			logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
-			if confirm {
-				rep.Raw = append(rep.Raw, r)
-			} else {
-				rep.RawNoConfirm = append(rep.RawNoConfirm, r)
+	}
+	list := func(s *server) func(context.Context) error {
+		return func(ctx context.Context) error {
+			got, err := listClusters(ctx, s)
+			if err == nil && got < o.clusters {
+				err = fmt.Errorf("Cluster.list returned %d clusters, want %d", got, o.clusters)
 			}
+			return err
 		}
-		pair.Close()
 	}
 
-	for _, s := range []*server{py, ours} {
-		side := rep.side(s.label)
-		c0 := procstat.CPU(s.pid())
-		for _, n := range o.callers {
-			side.Ping = append(side.Ping, cell("ping_conductor", s, n, func(ctx context.Context) error {
-				ok, err := s.api.PingConductor(adminCtx(ctx))
-				if err == nil && !ok {
-					err = errors.New("ping_conductor answered false")
+	// The cells of one kind run back to back (limit, Python, ours) so
+	// that they share the machine's conditions of the moment.
+	for _, n := range o.callers {
+		if o.only == "" {
+			for _, confirm := range []bool{true, false} {
+				r, err := rawCell(ctx, lopts, n, confirm)
+				if err != nil {
+					return err
 				}
-				return err
-			}))
-		}
-		for _, n := range o.callers {
-			side.List = append(side.List, cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, func(ctx context.Context) error {
-				got, err := listClusters(ctx, s)
-				if err == nil && got < o.clusters {
-					err = fmt.Errorf("Cluster.list returned %d clusters, want %d", got, o.clusters)
+				if confirm {
+					rep.Raw = append(rep.Raw, r)
+				} else {
+					rep.RawNoConfirm = append(rep.RawNoConfirm, r)
 				}
-				return err
-			}))
+			}
 		}
-		logf("%s: %d cluster_create casts", s.label, o.creates)
-		side.Create = creates(ctx, s, seed, o.creates)
-		logf("  %d complete in %.2fs: %.2f clusters/s, %d failed, %d errors %s", side.Create.Completed, side.Create.Seconds,
-			side.Create.PerSec, side.Create.Failed, side.Create.Errors, side.Create.FirstErr)
-		side.CPUOwn = procstat.CPU(s.pid()) - c0
-		if ctx.Err() != nil {
-			return ctx.Err()
+		for _, s := range servers {
+			side := rep.side(s.label)
+			side.Ping = append(side.Ping, cell("ping_conductor", s, n, ping(s)))
 		}
 	}
+	for _, n := range o.callers {
+		for _, s := range servers {
+			side := rep.side(s.label)
+			side.List = append(side.List, cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, list(s)))
+		}
+	}
+	for _, s := range servers {
+		side := rep.side(s.label)
+		logf("%s: %d cluster_create casts", s.label, o.creates)
+		c0 := procstat.CPU(s.pid())
+		side.Create = creates(ctx, s, seed, o.creates)
+		side.CPUOwn += procstat.CPU(s.pid()) - c0
+		logf("  %d complete in %.2fs: %.2f clusters/s, %d failed, %d errors %s", side.Create.Completed, side.Create.Seconds,
+			side.Create.PerSec, side.Create.Failed, side.Create.Errors, side.Create.FirstErr)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	rep.RunSeconds = time.Since(runStart).Seconds()
-	rep.Python.CPURun = procstat.CPU(py.pid()) - pyCPU0
-	rep.Ours.CPURun = procstat.CPU(ours.pid()) - goCPU0
-	var e1, e2 int
-	rep.Python.PeakMem, e1 = pySamp.Stop()
-	rep.Ours.PeakMem, e2 = goSamp.Stop()
-	rep.SamplerErrors = e1 + e2
+	for _, s := range servers {
+		side := rep.side(s.label)
+		side.CPURun = procstat.CPU(s.pid()) - cpu0[s]
+		var n int
+		side.PeakMem, n = samplers[s].Stop()
+		rep.SamplerErrors += n
+	}
 
 	table := rep.table()
 	fmt.Print(table)
@@ -261,6 +269,33 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("%d errors during the run (see the table)", n)
 	}
 	return nil
+}
+
+// startPython makes the Python conductor's schema (alembic head
+// 7da8489d6a68), starts it and waits for its ping.
+func startPython(ctx context.Context, o options, py *server, pyDB *database, dir string, admin *sql.DB, rep *report) error {
+	if err := writeConf(dir, py, pyDB.url); err != nil {
+		return err
+	}
+	logf("python: magnum-db-manage upgrade")
+	if err := runCommand(ctx, 5*time.Minute, "/usr/bin/magnum-db-manage", "--config-file", py.conf, "upgrade"); err != nil {
+		return err
+	}
+	if err := admin.QueryRowContext(ctx, "SELECT version_num FROM `"+pyDB.name+"`.alembic_version").Scan(&rep.PythonSchema); err != nil {
+		return fmt.Errorf("python schema version: %w", err)
+	}
+	script, err := filepath.Abs(o.pyScript)
+	if err != nil {
+		return err
+	}
+	logf("python: starting %s (workers = CPU count)", o.pyScript)
+	if err := py.start([]string{"/usr/bin/python3", script, "--config-file", py.conf}); err != nil {
+		return err
+	}
+	if err := py.connect(); err != nil {
+		return err
+	}
+	return py.waitPing(ctx, 3*time.Minute)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

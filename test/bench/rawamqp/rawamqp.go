@@ -1,16 +1,20 @@
 // Package rawamqp is the benchmark's reference: a request/reply pair on
 // plain amqp091-go with no oslo envelope, no JSON and no dispatch, so that
-// its rate is what the broker itself allows on the machine.
+// its rate is what the broker itself allows on the machine. The benchmark
+// runs the Server in a process of its own, as a conductor runs, and the
+// Client in the load generator.
 //
 // It keeps the broker-level behaviour of oslo.messaging's rabbit driver (and
-// of our api/oslo), so that the difference to a conductor is the conductor's
-// own work: requests go through a topic exchange to a queue, the server acks
-// what it has received with one multiple ack before handling it, handles
-// each request on its own goroutine, and replies through the default
-// exchange to the caller's reply queue; the caller acks replies the same
-// way. With Confirm, every publish is mandatory and waits for the broker's
-// confirm, one publish in flight per channel from a pool of channels, as
-// oslo's kombu transport (confirm_publish) and api/oslo do.
+// of our api/oslo), so that the difference to a conductor is the
+// conductor's own work: requests go through a topic exchange to a queue,
+// the server acks what it has received with one multiple ack before
+// handling it, handles each request on its own goroutine, and replies
+// through the default exchange to the caller's reply queue; the caller acks
+// replies the same way. With Confirm, every publish is mandatory and in
+// confirm mode, one publish in flight per channel from a pool of channels,
+// as oslo's kombu transport (confirm_publish) and api/oslo do; like
+// api/oslo, a caller returns on the reply and collects the confirm of its
+// request in the background.
 package rawamqp
 
 import (
@@ -26,90 +30,179 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// Options configure a pair.
+// Options configure either end.
 type Options struct {
 	URL string
-	// Confirm makes every publish mandatory and wait for the broker's ack.
+	// Exchange and Queue name the request route (the server declares
+	// them, auto-deleted).
+	Exchange, Queue string
+	// Confirm makes every publish mandatory and confirmed by the broker.
 	Confirm bool
 }
 
-// Pair is a running server and a client.
-type Pair struct {
-	o        Options
-	exchange string
-	queue    string
-	replyQ   string
-
-	srvConsume, srvPublish, cliPublish, cliConsume *amqp.Connection
-	srvPool, cliPool                               *chanPool
-
-	mu      sync.Mutex
-	waiting map[string]chan []byte
-	seq     atomic.Uint64
-	wg      sync.WaitGroup
-}
-
-func randomName(prefix string) string {
+// RandomName returns prefix and 12 random hex digits.
+func RandomName(prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// Start declares the exchange and queues and starts the server and the
-// client's reply consumer. Close deletes them.
-func Start(ctx context.Context, o Options) (*Pair, error) {
-	p := &Pair{o: o, exchange: randomName("bench_raw_x_"), queue: randomName("bench_raw_q_"),
-		replyQ: randomName("bench_raw_reply_"), waiting: map[string]chan []byte{}}
+// Server answers every request with its own body.
+type Server struct {
+	consume, publish *amqp.Connection
+	pool             *chanPool
+	done             chan struct{}
+}
+
+// StartServer declares the exchange and queue and starts consuming.
+func StartServer(o Options) (*Server, error) {
+	s := &Server{done: make(chan struct{})}
 	var err error
-	for _, c := range []**amqp.Connection{&p.srvConsume, &p.srvPublish, &p.cliPublish, &p.cliConsume} {
-		if *c, err = amqp.Dial(o.URL); err != nil {
-			p.Close()
-			return nil, fmt.Errorf("rawamqp: dial: %w", err)
+	if s.consume, err = amqp.Dial(o.URL); err != nil {
+		return nil, fmt.Errorf("rawamqp: dial: %w", err)
+	}
+	if s.publish, err = amqp.Dial(o.URL); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("rawamqp: dial: %w", err)
+	}
+	s.pool = &chanPool{conn: s.publish, confirm: o.Confirm}
+	ch, err := s.consume.Channel()
+	if err == nil {
+		err = ch.ExchangeDeclare(o.Exchange, "topic", false, true, false, false, nil)
+	}
+	if err == nil {
+		_, err = ch.QueueDeclare(o.Queue, false, true, false, false, nil)
+	}
+	if err == nil {
+		err = ch.QueueBind(o.Queue, o.Queue, o.Exchange, false, nil)
+	}
+	var in <-chan amqp.Delivery
+	if err == nil {
+		in, err = ch.Consume(o.Queue, "", false, false, false, false, nil)
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("rawamqp: server: %w", err)
+	}
+	go func() {
+		defer close(s.done)
+		for d := range in {
+			batch := drain(d, in)
+			_ = ch.Ack(batch[len(batch)-1].DeliveryTag, true)
+			for _, d := range batch {
+				go func(d amqp.Delivery) {
+					ctx := context.Background()
+					dc, pc, err := s.pool.start(ctx, "", d.ReplyTo, amqp.Publishing{CorrelationId: d.CorrelationId, Body: d.Body})
+					if err == nil {
+						_ = s.pool.finish(ctx, dc, pc)
+					}
+				}(d)
+			}
+		}
+	}()
+	return s, nil
+}
+
+// Done is closed when the server's consumer ends (connection closed).
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Close closes the connections.
+func (s *Server) Close() {
+	for _, c := range []*amqp.Connection{s.consume, s.publish} {
+		if c != nil {
+			_ = c.Close()
 		}
 	}
-	p.srvPool = &chanPool{conn: p.srvPublish, confirm: o.Confirm}
-	p.cliPool = &chanPool{conn: p.cliPublish, confirm: o.Confirm}
+}
 
-	ch, err := p.srvConsume.Channel()
+// Client calls a Server.
+type Client struct {
+	o                Options
+	publish, consume *amqp.Connection
+	pool             *chanPool
+	replyQ           string
+
+	mu      sync.Mutex
+	waiting map[string]chan []byte
+	seq     atomic.Uint64
+	done    chan struct{}
+}
+
+// NewClient opens the client's connections and reply queue.
+func NewClient(o Options) (*Client, error) {
+	c := &Client{o: o, replyQ: RandomName("bench_raw_reply_"), waiting: map[string]chan []byte{}, done: make(chan struct{})}
+	var err error
+	if c.publish, err = amqp.Dial(o.URL); err != nil {
+		return nil, fmt.Errorf("rawamqp: dial: %w", err)
+	}
+	if c.consume, err = amqp.Dial(o.URL); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("rawamqp: dial: %w", err)
+	}
+	c.pool = &chanPool{conn: c.publish, confirm: o.Confirm}
+	ch, err := c.consume.Channel()
+	if err == nil {
+		_, err = ch.QueueDeclare(c.replyQ, false, true, false, false, nil)
+	}
+	var in <-chan amqp.Delivery
+	if err == nil {
+		in, err = ch.Consume(c.replyQ, "", false, false, false, false, nil)
+	}
 	if err != nil {
-		p.Close()
-		return nil, err
+		c.Close()
+		return nil, fmt.Errorf("rawamqp: client: %w", err)
 	}
-	if err := ch.ExchangeDeclare(p.exchange, "topic", false, true, false, false, nil); err != nil {
-		p.Close()
-		return nil, err
+	go func() {
+		defer close(c.done)
+		for d := range in {
+			batch := drain(d, in)
+			_ = ch.Ack(batch[len(batch)-1].DeliveryTag, true)
+			for _, d := range batch {
+				c.mu.Lock()
+				w := c.waiting[d.CorrelationId]
+				delete(c.waiting, d.CorrelationId)
+				c.mu.Unlock()
+				if w != nil {
+					w <- d.Body
+				}
+			}
+		}
+	}()
+	return c, nil
+}
+
+// Call sends body and waits for the reply.
+func (c *Client) Call(ctx context.Context, body []byte) ([]byte, error) {
+	id := strconv.FormatUint(c.seq.Add(1), 10)
+	w := make(chan []byte, 1)
+	c.mu.Lock()
+	c.waiting[id] = w
+	c.mu.Unlock()
+	dc, pc, err := c.pool.start(ctx, c.o.Exchange, c.o.Queue, amqp.Publishing{CorrelationId: id, ReplyTo: c.replyQ, Body: body})
+	if err == nil {
+		select {
+		case b := <-w:
+			// The reply came first: collect the confirm in the background.
+			go func() { _ = c.pool.finish(context.WithoutCancel(ctx), dc, pc) }()
+			return b, nil
+		case <-ctx.Done():
+			err = ctx.Err()
+			go func() { _ = c.pool.finish(context.WithoutCancel(ctx), dc, pc) }()
+		}
 	}
-	if _, err := ch.QueueDeclare(p.queue, false, true, false, false, nil); err != nil {
-		p.Close()
-		return nil, err
+	c.mu.Lock()
+	delete(c.waiting, id)
+	c.mu.Unlock()
+	return nil, err
+}
+
+// Close closes the connections (the reply queue is auto-deleted).
+func (c *Client) Close() {
+	for _, x := range []*amqp.Connection{c.publish, c.consume} {
+		if x != nil {
+			_ = x.Close()
+		}
 	}
-	if err := ch.QueueBind(p.queue, p.queue, p.exchange, false, nil); err != nil {
-		p.Close()
-		return nil, err
-	}
-	reqs, err := ch.Consume(p.queue, "", false, false, false, false, nil)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	rch, err := p.cliConsume.Channel()
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	if _, err := rch.QueueDeclare(p.replyQ, false, true, false, false, nil); err != nil {
-		p.Close()
-		return nil, err
-	}
-	replies, err := rch.Consume(p.replyQ, "", false, false, false, false, nil)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	p.wg.Add(2)
-	go p.serve(ch, reqs)
-	go p.receive(rch, replies)
-	return p, nil
 }
 
 // drain returns d and whatever else is already buffered (up to 64).
@@ -129,71 +222,6 @@ func drain(d amqp.Delivery, in <-chan amqp.Delivery) []amqp.Delivery {
 	return batch
 }
 
-func (p *Pair) serve(ch *amqp.Channel, in <-chan amqp.Delivery) {
-	defer p.wg.Done()
-	for d := range in {
-		batch := drain(d, in)
-		_ = ch.Ack(batch[len(batch)-1].DeliveryTag, true)
-		for _, d := range batch {
-			go func(d amqp.Delivery) {
-				// The reply: the request body back, to the caller's queue.
-				_ = p.srvPool.publish(context.Background(), "", d.ReplyTo, amqp.Publishing{
-					CorrelationId: d.CorrelationId, Body: d.Body})
-			}(d)
-		}
-	}
-}
-
-func (p *Pair) receive(ch *amqp.Channel, in <-chan amqp.Delivery) {
-	defer p.wg.Done()
-	for d := range in {
-		batch := drain(d, in)
-		_ = ch.Ack(batch[len(batch)-1].DeliveryTag, true)
-		for _, d := range batch {
-			p.mu.Lock()
-			w := p.waiting[d.CorrelationId]
-			delete(p.waiting, d.CorrelationId)
-			p.mu.Unlock()
-			if w != nil {
-				w <- d.Body
-			}
-		}
-	}
-}
-
-// Call sends body and waits for the server's reply.
-func (p *Pair) Call(ctx context.Context, body []byte) ([]byte, error) {
-	id := strconv.FormatUint(p.seq.Add(1), 10)
-	w := make(chan []byte, 1)
-	p.mu.Lock()
-	p.waiting[id] = w
-	p.mu.Unlock()
-	err := p.cliPool.publish(ctx, p.exchange, p.queue, amqp.Publishing{
-		CorrelationId: id, ReplyTo: p.replyQ, Body: body})
-	if err == nil {
-		select {
-		case b := <-w:
-			return b, nil
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-	}
-	p.mu.Lock()
-	delete(p.waiting, id)
-	p.mu.Unlock()
-	return nil, err
-}
-
-// Close stops both ends; the auto-delete queues and exchange go with them.
-func (p *Pair) Close() {
-	for _, c := range []*amqp.Connection{p.srvConsume, p.srvPublish, p.cliPublish, p.cliConsume} {
-		if c != nil {
-			_ = c.Close()
-		}
-	}
-	p.wg.Wait()
-}
-
 // chanPool hands out channels, one publish in flight on each.
 type chanPool struct {
 	conn    *amqp.Connection
@@ -202,7 +230,9 @@ type chanPool struct {
 	idle    []*amqp.Channel
 }
 
-func (cp *chanPool) publish(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+// start publishes msg on a channel of the pool; finish waits for its
+// confirm (if any) and gives the channel back.
+func (cp *chanPool) start(ctx context.Context, exchange, key string, msg amqp.Publishing) (*amqp.DeferredConfirmation, *amqp.Channel, error) {
 	cp.mu.Lock()
 	var ch *amqp.Channel
 	if n := len(cp.idle); n > 0 {
@@ -213,32 +243,33 @@ func (cp *chanPool) publish(ctx context.Context, exchange, key string, msg amqp.
 	if ch == nil {
 		var err error
 		if ch, err = cp.conn.Channel(); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if cp.confirm {
 			if err := ch.Confirm(false); err != nil {
 				_ = ch.Close()
-				return err
+				return nil, nil, err
 			}
 		}
 	}
-	var err error
-	if cp.confirm {
-		var dc *amqp.DeferredConfirmation
-		dc, err = ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
-		if err == nil {
-			var ok bool
-			ok, err = dc.WaitContext(ctx)
-			if err == nil && !ok {
-				err = errors.New("rawamqp: publish nacked")
-			}
-		}
-	} else {
-		err = ch.PublishWithContext(ctx, exchange, key, false, false, msg)
-	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, cp.confirm, false, msg)
 	if err != nil {
 		_ = ch.Close()
-		return err
+		return nil, nil, err
+	}
+	return dc, ch, nil
+}
+
+func (cp *chanPool) finish(ctx context.Context, dc *amqp.DeferredConfirmation, ch *amqp.Channel) error {
+	if dc != nil {
+		ok, err := dc.WaitContext(ctx)
+		if err == nil && !ok {
+			err = errors.New("rawamqp: publish nacked")
+		}
+		if err != nil {
+			_ = ch.Close()
+			return err
+		}
 	}
 	cp.mu.Lock()
 	cp.idle = append(cp.idle, ch)

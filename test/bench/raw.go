@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openstack/magnum-conductor/test/bench/load"
+	"github.com/openstack/magnum-conductor/test/bench/rawamqp"
+	"github.com/openstack/magnum-conductor/test/harness"
+)
+
+func amqpURL() string { return strings.Replace(harness.Broker, "rabbit://", "amqp://", 1) }
+
+// serveRaw runs in the child process: it answers until its stdin closes
+// (the parent exited or is done) or it is signalled.
+func serveRaw(o rawamqp.Options) error {
+	srv, err := rawamqp.StartServer(o)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	fmt.Println("ready")
+	stdinClosed := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stdinClosed) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-stdinClosed:
+	case <-sig:
+	case <-srv.Done():
+		return fmt.Errorf("the broker closed the connection")
+	}
+	return nil
+}
+
+// rawCell measures the raw limit at n callers: the server in a child
+// process (as a conductor is), the client here.
+func rawCell(ctx context.Context, lo load.Options, n int, confirm bool) (load.Result, error) {
+	o := rawamqp.Options{URL: amqpURL(), Exchange: rawamqp.RandomName("bench_raw_x_"),
+		Queue: rawamqp.RandomName("bench_raw_q_"), Confirm: confirm}
+	self, err := os.Executable()
+	if err != nil {
+		return load.Result{}, err
+	}
+	cmd := exec.Command(self, "-raw-server", o.Exchange, "-raw-queue", o.Queue, fmt.Sprintf("-raw-confirm=%v", confirm))
+	cmd.SysProcAttr = harness.ProcessGroup()
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return load.Result{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return load.Result{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return load.Result{}, err
+	}
+	defer func() {
+		_ = stdin.Close()
+		harness.KillGroup(cmd)
+	}()
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ready" {
+			err = fmt.Errorf("raw server said %q", line)
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return load.Result{}, fmt.Errorf("raw server: %w", err)
+		}
+	case <-time.After(30 * time.Second):
+		return load.Result{}, fmt.Errorf("raw server not ready within 30 s")
+	case <-ctx.Done():
+		return load.Result{}, ctx.Err()
+	}
+	c, err := rawamqp.NewClient(o)
+	if err != nil {
+		return load.Result{}, err
+	}
+	defer c.Close()
+	body := []byte(`{"ping":true}`)
+	logf("raw amqp091-go request/reply (confirms %v), %d callers", confirm, n)
+	lo.Callers = n
+	r := load.Run(ctx, lo, func(ctx context.Context) error { _, err := c.Call(ctx, body); return err })
+	logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
+	return r, nil
+}
