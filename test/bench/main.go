@@ -37,12 +37,14 @@ type options struct {
 	mysqlAddr string
 	pyScript  string
 	only      string
+	rounds    int
 }
 
 func main() {
 	o := options{callers: []int{1, 16}}
-	flag.DurationVar(&o.duration, "duration", 8*time.Second, "measured time of each throughput cell")
+	flag.DurationVar(&o.duration, "duration", 4*time.Second, "measured time of each round of a throughput cell")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each cell")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of every throughput cell (the table shows the median)")
 	flag.IntVar(&o.clusters, "clusters", 100, "clusters seeded into both databases")
 	flag.IntVar(&o.creates, "creates", 50, "cluster_create casts per server")
 	flag.StringVar(&o.out, "out", "test/bench/results", "directory for bench.json and bench.svg")
@@ -81,7 +83,7 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options) error {
-	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Duration: o.duration.Seconds(),
+	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Duration: o.duration.Seconds(), Rounds: o.rounds,
 		Clusters: o.clusters, Creates: o.creates}
 
 	binDir, err := os.MkdirTemp("", "magnum-bench-")
@@ -181,6 +183,7 @@ func run(ctx context.Context, o options) error {
 		cpu0[s] = procstat.CPU(s.pid())
 	}
 	runStart := time.Now()
+	rep.LoadAvg = append(rep.LoadAvg, loadavg())
 
 	lopts := load.Options{Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second}
 	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
@@ -212,31 +215,54 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
-	// The cells of one kind run back to back (limit, Python, ours) so
-	// that they share the machine's conditions of the moment.
-	for _, n := range o.callers {
-		if o.only == "" {
-			for _, confirm := range []bool{true, false} {
-				r, err := rawCell(ctx, lopts, n, confirm)
-				if err != nil {
-					return err
-				}
-				if confirm {
-					rep.Raw = append(rep.Raw, r)
-				} else {
-					rep.RawNoConfirm = append(rep.RawNoConfirm, r)
+	// Rounds of cells of one kind run back to back (limit, Python, ours)
+	// so that they share the machine's conditions of the moment; each
+	// figure is the median of its rounds.
+	type key struct {
+		who, kind string
+		n         int
+	}
+	rounds := map[key][]load.Result{}
+	for round := 1; round <= o.rounds; round++ {
+		logf("round %d of %d", round, o.rounds)
+		for _, n := range o.callers {
+			if o.only == "" {
+				for _, confirm := range []bool{true, false} {
+					r, err := rawCell(ctx, lopts, n, confirm)
+					if err != nil {
+						return err
+					}
+					k := key{"raw", "confirm", n}
+					if !confirm {
+						k.kind = "noconfirm"
+					}
+					rounds[k] = append(rounds[k], r)
 				}
 			}
+			for _, s := range servers {
+				k := key{s.label, "ping", n}
+				rounds[k] = append(rounds[k], cell("ping_conductor", s, n, ping(s)))
+			}
 		}
-		for _, s := range servers {
-			side := rep.side(s.label)
-			side.Ping = append(side.Ping, cell("ping_conductor", s, n, ping(s)))
+		for _, n := range o.callers {
+			for _, s := range servers {
+				k := key{s.label, "list", n}
+				rounds[k] = append(rounds[k], cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, list(s)))
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
 	for _, n := range o.callers {
+		if o.only == "" {
+			rep.Raw = append(rep.Raw, load.Combine(rounds[key{"raw", "confirm", n}]))
+			rep.RawNoConfirm = append(rep.RawNoConfirm, load.Combine(rounds[key{"raw", "noconfirm", n}]))
+		}
 		for _, s := range servers {
 			side := rep.side(s.label)
-			side.List = append(side.List, cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, list(s)))
+			side.Ping = append(side.Ping, load.Combine(rounds[key{s.label, "ping", n}]))
+			side.List = append(side.List, load.Combine(rounds[key{s.label, "list", n}]))
 		}
 	}
 	for _, s := range servers {
@@ -260,6 +286,7 @@ func run(ctx context.Context, o options) error {
 		rep.SamplerErrors += n
 	}
 
+	rep.LoadAvg = append(rep.LoadAvg, loadavg())
 	table := rep.table()
 	fmt.Print(table)
 	if err := rep.write(o.out, table); err != nil {
@@ -380,6 +407,19 @@ func creates(ctx context.Context, s *server, seed *seedData, n int) createResult
 		res.PerSec = float64(res.Completed) / res.Seconds
 	}
 	return res
+}
+
+// loadavg is the 1, 5 and 15 minute load average of the machine.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machine() string {

@@ -31,6 +31,8 @@ type report struct {
 	Date          string        `json:"date"`
 	Machine       string        `json:"machine"`
 	Duration      float64       `json:"cell_seconds"`
+	Rounds        int           `json:"rounds"`
+	LoadAvg       []string      `json:"loadavg_start_end"`
 	Clusters      int           `json:"clusters_seeded"`
 	Creates       int           `json:"creates"`
 	PythonSchema  string        `json:"python_alembic_revision"`
@@ -104,7 +106,9 @@ func (r *report) table() string {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "* %s\n", n)
 	}
-	fmt.Fprintf(&b, "* Python schema at alembic %s; %.0f s per throughput cell.\n\n", r.PythonSchema, r.Duration)
+	fmt.Fprintf(&b, "* Python schema at alembic %s; each throughput figure is the median of %d rounds of %.0f s, "+
+		"rounds interleaved (limit, Python, ours); load average at start / end: %s.\n\n",
+		r.PythonSchema, r.Rounds, r.Duration, strings.Join(r.LoadAvg, " / "))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tpython 15.0.1\tours\traw amqp limit\tours/python\tours/limit\t")
 	for i := range r.Raw {

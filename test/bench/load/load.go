@@ -23,6 +23,8 @@ type Result struct {
 	P50ms    float64 `json:"p50_ms"`
 	P99ms    float64 `json:"p99_ms"`
 	FirstErr string  `json:"first_error,omitempty"`
+	// Rounds holds the rate of each round when Combine made the result.
+	Rounds []float64 `json:"rounds_per_sec,omitempty"`
 }
 
 // Options bound a cell.
@@ -139,3 +141,36 @@ func percentile(s []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Combine merges the rounds of one cell: the median rate and the median
+// percentiles of the rounds, with calls and errors summed.
+func Combine(rs []Result) Result {
+	if len(rs) == 0 {
+		return Result{}
+	}
+	med := func(get func(Result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	out := Result{Callers: rs[0].Callers}
+	for _, r := range rs {
+		out.Calls += r.Calls
+		out.Errors += r.Errors
+		out.Seconds += r.Seconds
+		out.Rounds = append(out.Rounds, r.PerSec)
+		if out.FirstErr == "" {
+			out.FirstErr = r.FirstErr
+		}
+	}
+	out.PerSec = med(func(r Result) float64 { return r.PerSec })
+	out.P50ms = med(func(r Result) float64 { return r.P50ms })
+	out.P99ms = med(func(r Result) float64 { return r.P99ms })
+	return out
+}
