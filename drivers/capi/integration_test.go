@@ -140,9 +140,7 @@ func newEnv(t testing.TB) *env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
-	defer scancel()
-	if err := d.Start(sctx); err != nil {
+	if err := d.Start(ctx); err != nil { // informers live until the test ends
 		t.Fatal(err)
 	}
 	e.d = d
@@ -549,7 +547,7 @@ func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
 		st.Conditions = []metav1.Condition{condition("InfrastructureReady", F, "NotReady", "OpenStackCluster is not ready")}
 	})
 	osm := map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "OpenStackMachine",
-		"metadata": p.ownedMeta(r.Name+"-cp-x", nil), "spec": map[string]any{"flavor": "m1.medium", "image": map[string]any{"id": "img-1"}}}
+		"metadata": p.ownedMeta(r.Name+"-cp-x", nil), "spec": map[string]any{"flavor": map[string]any{"filter": map[string]any{"name": "m1.medium"}}, "image": map[string]any{"id": "6f4b2d36-0d3c-4b8e-9a57-3c2d1e0f9a11"}}}
 	p.create(gvrOSM, osm)
 	p.status(gvrOSM, r.Name+"-cp-x", func(*unstructured.Unstructured) any {
 		return map[string]any{"conditions": []metav1.Condition{condition("InstanceReady", F, "InstanceCreateFailed",
