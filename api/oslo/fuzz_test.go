@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 )
@@ -54,6 +55,33 @@ func FuzzDecodeAndDispatch(f *testing.F) {
 			if !asError(err, &e) {
 				t.Fatalf("dispatch error %T is not an *exception.Error", err)
 			}
+		}
+	})
+}
+
+// FuzzPythonStringLayout: our Python-style string encoder always yields
+// JSON that decodes back to the (valid UTF-8) input and is pure ASCII.
+func FuzzPythonStringLayout(f *testing.F) {
+	for _, s := range []string{"", "é", "😀", "\x00\x1f\x7f", "a\"b\\c", "\xff\xfe", "\u2028</script>&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := appendPyString(nil, s)
+		for _, c := range out {
+			if c < 0x20 || c >= 0x7f {
+				t.Fatalf("non-ASCII byte %#x in %q", c, out)
+			}
+		}
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("round trip %q -> %q", s, back)
+		}
+		laid, err := marshalNoEscape(s)
+		if err != nil || !json.Valid(laid) {
+			t.Fatalf("marshalNoEscape %q: %v", laid, err)
 		}
 	})
 }
