@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -38,12 +39,14 @@ type options struct {
 	pyScript  string
 	only      string
 	rounds    int
+	cpuprof   string
 }
 
 func main() {
 	o := options{callers: []int{1, 16}}
 	flag.DurationVar(&o.duration, "duration", 4*time.Second, "measured time of each round of a throughput cell")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each cell")
+	flag.StringVar(&o.cpuprof, "cpuprofile", "", "debugging: write the load generator's CPU profile here")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of every throughput cell (the table shows the median)")
 	flag.IntVar(&o.clusters, "clusters", 100, "clusters seeded into both databases")
 	flag.IntVar(&o.creates, "creates", 50, "cluster_create casts per server")
@@ -161,6 +164,9 @@ func run(ctx context.Context, o options) error {
 		if n != o.clusters {
 			return fmt.Errorf("%s: Cluster.list returned %d clusters, want %d", s.label, n, o.clusters)
 		}
+		if n, err := listClustersFast(ctx, s); err != nil || n != o.clusters {
+			return fmt.Errorf("%s: counting the Cluster.list primitives gives %d, want %d (%v)", s.label, n, o.clusters, err)
+		}
 		logf("%s: seeded in %.1fs", s.label, time.Since(t0).Seconds())
 	}
 
@@ -179,12 +185,23 @@ func run(ctx context.Context, o options) error {
 			bytesMiB(side.IdleMem.RSS), bytesMiB(side.IdleMem.PSS), side.IdleMem.Procs)
 	}
 	for _, s := range servers {
-		samplers[s] = procstat.StartSampler(ctx, s.pid(), 200*time.Millisecond)
+		samplers[s] = procstat.StartSampler(ctx, s.pid(), 500*time.Millisecond)
 		cpu0[s] = procstat.CPU(s.pid())
 	}
 	runStart := time.Now()
 	rep.LoadAvg = append(rep.LoadAvg, loadavg())
 
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	lopts := load.Options{Warmup: o.warmup, Duration: o.duration, CallTimeout: 30 * time.Second}
 	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
 		logf("%s: %s, %d callers", s.label, name, callers)
@@ -207,8 +224,8 @@ func run(ctx context.Context, o options) error {
 	}
 	list := func(s *server) func(context.Context) error {
 		return func(ctx context.Context) error {
-			got, err := listClusters(ctx, s)
-			if err == nil && got < o.clusters {
+			got, err := listClustersFast(ctx, s)
+			if err == nil && got != o.clusters {
 				err = fmt.Errorf("Cluster.list returned %d clusters, want %d", got, o.clusters)
 			}
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -346,6 +347,25 @@ func listClusters(ctx context.Context, s *server) (int, error) {
 		return 0, fmt.Errorf("decoding Cluster.list: %w", err)
 	}
 	return len(items), nil
+}
+
+// countClusters counts the Cluster primitives in a Cluster.list result
+// without decoding it (the load generator shares the machine with the
+// servers): a primitive names its class once, and the nested
+// ClusterTemplate does not match.
+func countClusters(raw []byte) int {
+	return bytes.Count(raw, []byte(`"magnum_object.name": "Cluster"`)) +
+		bytes.Count(raw, []byte(`"magnum_object.name":"Cluster"`))
+}
+
+// listClustersFast is listClusters with countClusters.
+func listClustersFast(ctx context.Context, s *server) (int, error) {
+	raw, err := s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "list", "1.23",
+		[]any{1000, nil}, map[string]any{"sort_key": "id", "sort_dir": "asc", "filters": map[string]any{}})
+	if err != nil {
+		return 0, err
+	}
+	return countClusters(raw), nil
 }
 
 // getStatus is Cluster.get_by_uuid; "" when the cluster does not exist yet.
