@@ -21,24 +21,24 @@ import (
 // on (the kernel's USER_HZ).
 const clockTicks = 100
 
-// Tree returns pid and every live descendant of it, from the kernel's
-// /proc/<pid>/task/<tid>/children lists (no scan of all of /proc, so that
-// sampling steals little CPU from the servers being measured).
+// Tree returns pid and every live descendant of it.
 func Tree(pid int) []int {
+	parents := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(p)
+		if err != nil {
+			continue
+		}
+		parents[st.ppid] = append(parents[st.ppid], p)
+	}
 	out := []int{pid}
 	for i := 0; i < len(out); i++ {
-		tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(out[i]), "task", "*", "children"))
-		for _, t := range tasks {
-			b, err := os.ReadFile(t)
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil {
-					out = append(out, c)
-				}
-			}
-		}
+		out = append(out, parents[out[i]]...)
 	}
 	return out
 }
@@ -90,9 +90,11 @@ type Mem struct {
 }
 
 // Memory sums Rss and Pss of smaps_rollup over pid's tree.
-func Memory(pid int) (Mem, error) {
+func Memory(pid int) (Mem, error) { return memoryOf(pid, Tree(pid)) }
+
+func memoryOf(pid int, tree []int) (Mem, error) {
 	var m Mem
-	for _, p := range Tree(pid) {
+	for _, p := range tree {
 		rss, pss, err := rollup(p)
 		if err != nil {
 			if p == pid {
@@ -136,12 +138,14 @@ func rollup(pid int) (rss, pss int64, err error) {
 
 // Sampler records the peak memory of a tree while it runs.
 type Sampler struct {
-	pid    int
-	mu     sync.Mutex
-	peak   Mem
-	errs   int
-	cancel context.CancelFunc
-	done   chan struct{}
+	pid     int
+	tree    []int
+	scanned time.Time
+	mu      sync.Mutex
+	peak    Mem
+	errs    int
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // StartSampler samples pid's tree every interval until Stop.
@@ -164,8 +168,14 @@ func StartSampler(ctx context.Context, pid int, interval time.Duration) *Sampler
 	return s
 }
 
+// sample reads the memory of the tree found by the last scan of /proc; the
+// scan (every /proc/<pid>/stat) is repeated only every 10 s, so that
+// sampling steals little CPU from the servers being measured.
 func (s *Sampler) sample() {
-	m, err := Memory(s.pid)
+	if s.tree == nil || time.Since(s.scanned) > 10*time.Second {
+		s.tree, s.scanned = Tree(s.pid), time.Now()
+	}
+	m, err := memoryOf(s.pid, s.tree)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -188,6 +198,7 @@ func (s *Sampler) sample() {
 func (s *Sampler) Stop() (Mem, int) {
 	s.cancel()
 	<-s.done
+	s.tree = nil
 	s.sample()
 	s.mu.Lock()
 	defer s.mu.Unlock()
