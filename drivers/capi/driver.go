@@ -589,14 +589,14 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			c.ClusterTemplateID = ptr(prev)
 		}
 	}
-	if res.Status != c.Status {
-		d.log.Info("cluster status changed", append(d.logAttrs(ctx, c), "from", c.Status, "to", res.Status, "reason", res.Reason)...)
-		c.Status = res.Status
-	}
-	if strings.HasSuffix(c.Status, "_IN_PROGRESS") || strings.HasSuffix(c.Status, "_FAILED") || res.Status != "" {
-		if c.Status != res.Status || strings.HasSuffix(res.Status, "_IN_PROGRESS") || strings.HasSuffix(res.Status, "_FAILED") || strings.HasSuffix(res.Status, "_COMPLETE") {
-			setReason(&c.StatusReason, res.Reason)
+	// Only the states the sync drives get a new status and reason; settled
+	// ones (including *_FAILED with their reason) are left as they are.
+	if slices.Contains([]string{objects.CreateInProgress, objects.UpdateInProgress, objects.DeleteInProgress, objects.RollbackInProgress}, c.Status) {
+		if res.Status != c.Status {
+			d.log.Info("cluster status changed", append(d.logAttrs(ctx, c), "from", c.Status, "to", res.Status, "reason", res.Reason)...)
+			c.Status = res.Status
 		}
+		setReason(&c.StatusReason, res.Reason)
 	}
 	if obs.Cluster != nil {
 		if ep := obs.Cluster.Spec.ControlPlaneEndpoint; ep.Host != "" {

@@ -638,17 +638,22 @@ func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
 	if err := e.dyn.Resource(gvrMD).Namespace(p.r.Namespace).Delete(context.Background(), p.r.Name+"-extra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "extra MD gone from the cache", func() (bool, string) {
+		obs := e.d.cache.observe(p.r.Namespace, p.r.Name)
+		_, ok := obs.Deployments["extra"]
+		return !ok, fmt.Sprint(len(obs.Deployments))
+	})
 	c.Status = objects.UpdateInProgress
 	ngs := e.nodeGroups(c)
 	ngs[2].Status = objects.UpdateInProgress
 	ghost := &objects.NodeGroup{Name: "ghost", Role: objects.RoleWorker, Status: objects.DeleteInProgress, UUID: "ghost"}
 	ngs = append(ngs, ghost)
-	eventually(t, "extra MD gone from the cache", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(context.Background(), c, ngs); err != nil {
-			t.Fatal(err)
-		}
-		return deref(ngs[2].StatusReason) == "waiting for the MachineDeployment", deref(ngs[2].StatusReason)
-	})
+	if err := e.d.UpdateClusterStatus(context.Background(), c, ngs); err != nil {
+		t.Fatal(err)
+	}
+	if ngs[2].Status != objects.UpdateInProgress || deref(ngs[2].StatusReason) != "waiting for the MachineDeployment" {
+		t.Errorf("extra nodegroup = %s %q", ngs[2].Status, deref(ngs[2].StatusReason))
+	}
 	if ghost.Status != objects.DeleteComplete {
 		t.Errorf("ghost nodegroup = %s, want DELETE_COMPLETE", ghost.Status)
 	}
