@@ -57,6 +57,13 @@ func (e *DecodeError) Error() string { return "undecodable RPC message: " + e.Re
 // "oslo.message" of an envelope, or body itself when it has no envelope
 // (oslo's deserialize_msg).
 func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
+	if inner, ok := fastEnvelopeMessage(body); ok {
+		var msg map[string]json.RawMessage
+		if err := json.Unmarshal(inner, &msg); err == nil && msg != nil {
+			return msg, nil
+		}
+		// Let the generic path produce the precise error.
+	}
 	var env struct {
 		Version *json.RawMessage `json:"oslo.version"`
 		Message *string          `json:"oslo.message"`

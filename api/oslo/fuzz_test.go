@@ -85,3 +85,31 @@ func FuzzPythonStringLayout(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastEnvelopeMatchesEncodingJSON: the fast envelope path and
+// encoding/json agree on every body the fast path accepts.
+func FuzzFastEnvelopeMatchesEncodingJSON(f *testing.F) {
+	for _, fr := range loadFrames(f) {
+		f.Add([]byte(fr.BodyRaw))
+	}
+	f.Add([]byte(envelopePrefix + `{\"a\": \"\\ud83d\\ude00 \\u00e9 \\\" \\\\ \\n\"}"}`))
+	f.Add([]byte(envelopePrefix + `\ud800x"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fast, ok := fastEnvelopeMessage(body)
+		if !ok {
+			return
+		}
+		var env struct {
+			Message *string `json:"oslo.message"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || env.Message == nil {
+			if utf8.Valid(body) {
+				t.Fatalf("fast path accepted %q that encoding/json rejects: %v", body, err)
+			}
+			return
+		}
+		if utf8.Valid(body) && string(fast) != *env.Message {
+			t.Fatalf("fast %q != json %q", fast, *env.Message)
+		}
+	})
+}

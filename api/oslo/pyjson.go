@@ -187,3 +187,89 @@ func fastJSONValue(raw json.RawMessage) (any, bool) {
 	}
 	return v, true
 }
+
+// envelopePrefix is how both oslo.messaging and this package start an
+// enveloped body.
+const envelopePrefix = `{"oslo.version": "2.0", "oslo.message": "`
+
+// fastEnvelopeMessage returns the inner message of a body in the exact
+// layout oslo.messaging writes, unescaped without encoding/json; ok is false
+// for anything else (the caller then takes the generic path).
+func fastEnvelopeMessage(body []byte) ([]byte, bool) {
+	if len(body) < len(envelopePrefix)+2 || string(body[:len(envelopePrefix)]) != envelopePrefix ||
+		body[len(body)-1] != '}' || body[len(body)-2] != '"' {
+		return nil, false
+	}
+	in := body[len(envelopePrefix) : len(body)-2]
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		switch {
+		case c == '"' || c < 0x20:
+			return nil, false
+		case c != '\\':
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i >= len(in) {
+			return nil, false
+		}
+		switch in[i] {
+		case '"', '\\', '/':
+			out = append(out, in[i])
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			r, ok := hex4(in, i+1)
+			if !ok {
+				return nil, false
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if i+2 < len(in) && in[i+1] == '\\' && in[i+2] == 'u' {
+					r2, ok = hex4(in, i+3)
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
