@@ -55,7 +55,15 @@ var (
 	_ drivers.CredentialRotator     = (*Driver)(nil)
 	_ drivers.CARotator             = (*Driver)(nil)
 	_ drivers.MasterResizeValidator = (*Driver)(nil)
+	_ drivers.ScaleManagerProvider  = (*Driver)(nil)
 )
+
+// ScaleManager implements drivers.ScaleManagerProvider: Cluster API picks
+// the machines to remove (or honours the delete-machine annotations that
+// ResizeCluster sets for nodes_to_remove), so there is no scale manager.
+func (d *Driver) ScaleManager(context.Context, *objects.Cluster) (drivers.ScaleManager, error) {
+	return nil, nil
+}
 
 // RESTConfig loads the management cluster configuration: the kubeconfig at
 // opts.Kubeconfig, or in-cluster when it is empty.

@@ -665,6 +665,11 @@ func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
 	if err := e.d.UpdateClusterStatus(context.Background(), lost, nil); err != nil || deref(lost.StatusReason) != "waiting for Cluster" {
 		t.Errorf("lost cluster: %v %q", err, deref(lost.StatusReason))
 	}
+	// Settled states keep their status and reason.
+	failed := &objects.Cluster{UUID: ptr("failed"), StackID: ptr("magnum-nowhere/none"), Status: objects.CreateFailed, StatusReason: ptr("quota")}
+	if err := e.d.UpdateClusterStatus(context.Background(), failed, nil); err != nil || failed.Status != objects.CreateFailed || deref(failed.StatusReason) != "quota" {
+		t.Errorf("failed cluster: %v %s %q", err, failed.Status, deref(failed.StatusReason))
+	}
 }
 
 func TestResizeWithNodesToRemove(t *testing.T) {
