@@ -181,8 +181,8 @@ func run(ctx context.Context, o options) error {
 		if side.IdleMem, err = procstat.Memory(s.pid()); err != nil {
 			return err
 		}
-		logf("idle: %s RSS %.1f MiB PSS %.1f MiB (%d processes)", s.label,
-			bytesMiB(side.IdleMem.RSS), bytesMiB(side.IdleMem.PSS), side.IdleMem.Procs)
+		logf("idle: %s RSS %.1f MiB (anonymous %.1f) PSS %.1f MiB (%d processes)", s.label,
+			bytesMiB(side.IdleMem.RSS), bytesMiB(side.IdleMem.Anon), bytesMiB(side.IdleMem.PSS), side.IdleMem.Procs)
 	}
 	for _, s := range servers {
 		samplers[s] = procstat.StartSampler(ctx, s.pid(), 500*time.Millisecond)

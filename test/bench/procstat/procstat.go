@@ -84,8 +84,11 @@ func CPU(pid int) float64 {
 
 // Mem is the memory of a process tree in bytes.
 type Mem struct {
-	RSS   int64 `json:"rss_bytes"`
-	PSS   int64 `json:"pss_bytes"`
+	RSS int64 `json:"rss_bytes"`
+	PSS int64 `json:"pss_bytes"`
+	// Anon is the anonymous part of RSS (heap, stacks); the rest is
+	// mapped files, mostly the executable and shared libraries.
+	Anon  int64 `json:"anon_bytes"`
 	Procs int   `json:"processes"`
 }
 
@@ -95,7 +98,7 @@ func Memory(pid int) (Mem, error) { return memoryOf(pid, Tree(pid)) }
 func memoryOf(pid int, tree []int) (Mem, error) {
 	var m Mem
 	for _, p := range tree {
-		rss, pss, err := rollup(p)
+		rss, pss, anon, err := rollup(p)
 		if err != nil {
 			if p == pid {
 				return m, err
@@ -104,15 +107,16 @@ func memoryOf(pid int, tree []int) (Mem, error) {
 		}
 		m.RSS += rss
 		m.PSS += pss
+		m.Anon += anon
 		m.Procs++
 	}
 	return m, nil
 }
 
-func rollup(pid int) (rss, pss int64, err error) {
+func rollup(pid int) (rss, pss, anon int64, err error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -131,9 +135,11 @@ func rollup(pid int) (rss, pss int64, err error) {
 			rss = n * 1024
 		case "Pss":
 			pss = n * 1024
+		case "Anonymous":
+			anon = n * 1024
 		}
 	}
-	return rss, pss, sc.Err()
+	return rss, pss, anon, sc.Err()
 }
 
 // Sampler records the peak memory of a tree while it runs.
@@ -187,6 +193,9 @@ func (s *Sampler) sample() {
 	}
 	if m.PSS > s.peak.PSS {
 		s.peak.PSS = m.PSS
+	}
+	if m.Anon > s.peak.Anon {
+		s.peak.Anon = m.Anon
 	}
 	if m.Procs > s.peak.Procs {
 		s.peak.Procs = m.Procs
