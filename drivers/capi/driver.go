@@ -584,8 +584,12 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	}
 
 	res := mapClusterStatus(c.Status, obs, ngs, now, createDeadline, deleteDeadline)
-	if res.Gone && ok {
-		if err := d.cleanup(ctx, c, r.Namespace); err != nil {
+	if res.Gone && c.Status == objects.DeleteInProgress {
+		ns := r.Namespace
+		if !ok { // create never got as far as stack_id: secrets may still exist
+			ns = namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID))
+		}
+		if err := d.cleanup(ctx, c, ns); err != nil {
 			setReason(&c.StatusReason, "Cluster deleted; clean-up pending: "+err.Error())
 			return nil // stay DELETE_IN_PROGRESS and retry on the next sync
 		}
