@@ -57,9 +57,8 @@ func (e *DecodeError) Error() string { return "undecodable RPC message: " + e.Re
 // "oslo.message" of an envelope, or body itself when it has no envelope
 // (oslo's deserialize_msg).
 func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
-	if inner, ok := fastEnvelopeMessage(body); ok {
-		var msg map[string]json.RawMessage
-		if err := json.Unmarshal(inner, &msg); err == nil && msg != nil {
+	if inner, ok := fastEnvelopeMessage(body); ok && json.Valid(inner) {
+		if msg, ok := splitObject(inner); ok {
 			return msg, nil
 		}
 		// Let the generic path produce the precise error.

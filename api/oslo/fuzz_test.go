@@ -1,6 +1,7 @@
 package oslo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -110,6 +111,41 @@ func FuzzFastEnvelopeMatchesEncodingJSON(f *testing.F) {
 		}
 		if utf8.Valid(body) && string(fast) != *env.Message {
 			t.Fatalf("fast %q != json %q", fast, *env.Message)
+		}
+	})
+}
+
+// FuzzSplitObjectMatchesEncodingJSON: splitObject and encoding/json agree
+// on the members of every valid JSON object.
+func FuzzSplitObjectMatchesEncodingJSON(f *testing.F) {
+	for _, fr := range loadFrames(f) {
+		var env map[string]string
+		if json.Unmarshal([]byte(fr.BodyRaw), &env) == nil {
+			f.Add([]byte(env["oslo.message"]))
+		}
+	}
+	f.Add([]byte(`{"a\"b": [1, {"c": "}"}], "d": -1.5e3, "e": "\\\"", "a\"b": null}`))
+	f.Add([]byte(` { } `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		got, ok := splitObject(b)
+		var want map[string]json.RawMessage
+		err := json.Unmarshal(b, &want)
+		if (err == nil && want != nil) != ok {
+			t.Fatalf("%q: split ok=%v, encoding/json err=%v", b, ok, err)
+		}
+		if !ok {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d members, want %d", b, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(bytes.TrimSpace(got[k])) != string(bytes.TrimSpace(v)) {
+				t.Fatalf("%q: member %q = %q, want %q", b, k, got[k], v)
+			}
 		}
 	})
 }

@@ -273,3 +273,109 @@ func hex4(b []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// splitObject splits a JSON object into its top-level members without
+// decoding the values. b must already be valid JSON (json.Valid); ok is
+// false when it is not an object. Values alias b.
+func splitObject(b []byte) (map[string]json.RawMessage, bool) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, 40)
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return m, true
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return nil, false
+		}
+		end := scanString(b, i)
+		rawKey := b[i:end]
+		var key string
+		if bytes.IndexByte(rawKey, '\\') < 0 && utf8.Valid(rawKey) {
+			key = string(rawKey[1 : len(rawKey)-1])
+		} else if err := json.Unmarshal(rawKey, &key); err != nil {
+			return nil, false
+		}
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipWS(b, i+1)
+		vend := scanValue(b, i)
+		m[key] = json.RawMessage(b[i:vend])
+		i = skipWS(b, vend)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index after the string starting at b[i] == '"'.
+func scanString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// scanValue returns the index after the JSON value starting at b[i].
+func scanValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = scanString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	default:
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
