@@ -135,12 +135,11 @@ func (r *recorder) take() []note {
 
 // fakeCerts stands in for certmanager.Manager: references are counters.
 type fakeCerts struct {
-	mu       sync.Mutex
-	n        int
-	deleted  []string
-	failGen  error
-	signed   []string // ca types
-	caByType map[string]string
+	mu      sync.Mutex
+	n       int
+	deleted []string
+	failGen error
+	signed  []string // ca types
 }
 
 func (f *fakeCerts) GenerateForCluster(_ context.Context, c *objects.Cluster) error {

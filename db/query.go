@@ -34,16 +34,6 @@ func (w *where) add(cond string, args ...any) {
 	w.args = append(w.args, args...)
 }
 
-// eq adds col = v, or col IS NULL for a nil pointer value, as SQLAlchemy's
-// filter_by does.
-func (w *where) eq(col string, v any) {
-	if v == nil {
-		w.add(col + " IS NULL")
-		return
-	}
-	w.add(col+" = ?", v)
-}
-
 // in adds col IN (values); an empty list matches nothing.
 func (w *where) in(col string, values []string) {
 	if len(values) == 0 {

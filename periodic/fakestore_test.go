@@ -221,9 +221,3 @@ func (s *memStore) ReportServiceUp(_ context.Context, host, binary string) (*obj
 	c := *m
 	return &c, nil
 }
-
-func (s *memStore) setLastSeen(host string, t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.services[host+"/magnum-conductor"].LastSeenUp = &t
-}

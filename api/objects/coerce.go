@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +116,7 @@ func valueError(format string, args ...any) *exception.Error {
 
 // pyTypeName names the Python type of a JSON value, for error messages.
 func pyTypeName(v any) string {
-	switch v.(type) {
+	switch v := v.(type) {
 	case nil:
 		return "NoneType"
 	case string:
@@ -127,7 +126,7 @@ func pyTypeName(v any) string {
 	case float64, float32:
 		return "float"
 	case json.Number:
-		if strings.ContainsAny(string(v.(json.Number)), ".eE") {
+		if strings.ContainsAny(string(v), ".eE") {
 			return "float"
 		}
 		return "int"
@@ -482,14 +481,4 @@ func validate(ci *classInfo, f *fieldInfo, v reflect.Value) error {
 		return valueError("Field value %s is invalid", v.String())
 	}
 	return nil
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -199,19 +199,6 @@ func isUUIDLike(v any) bool {
 	return true
 }
 
-// optString returns the string argument name, nil when absent or null.
-func (b bound) optString(name string) (*string, error) {
-	v := b[name]
-	if v == nil {
-		return nil, nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		s = pyStr(v)
-	}
-	return &s, nil
-}
-
 // str returns the argument as Python's str() would show it ("" for None).
 func (b bound) str(name string) string {
 	if b[name] == nil {
