@@ -93,7 +93,7 @@ func TestDefaultsMatchMagnum(t *testing.T) {
 		{"health_polling_interval", cfg.Kubernetes.HealthPollingInterval, time.Minute},
 		{"health_connect_timeout", cfg.Kubernetes.HealthConnectTimeout, 5 * time.Second},
 		{"health_request_timeout", cfg.Kubernetes.HealthRequestTimeout, 10 * time.Second},
-		{"health_poll_workers", cfg.Kubernetes.HealthPollWorkers, 32},
+		{"health_poll_workers", cfg.Kubernetes.HealthPollWorkers, 128},
 		{"health_keep_status_on_error", cfg.Kubernetes.HealthKeepStatusOnError, false},
 		{"disabled_drivers", cfg.Drivers.DisabledDrivers, []string{}},
 		{"verify_ca", cfg.Drivers.VerifyCA, true},
