@@ -88,23 +88,28 @@ func NewClient(opts Options, log *slog.Logger) (*Client, error) {
 func (c *Client) ReplyQueue() string { return c.replyQ }
 
 // contextOrder is the order of magnum's RequestContext.to_dict keys.
-var contextOrder = [...]string{"user", "project_id", "system_scope", "project", "domain", "user_domain",
-	"project_domain", "is_admin", "read_only", "show_deleted", "auth_token", "request_id", "global_request_id",
-	"resource_uuid", "roles", "user_identity", "is_admin_project", "auth_url", "domain_id", "domain_name",
-	"user_domain_id", "user_domain_name", "user_name", "user_id", "project_name", "trust_id",
-	"auth_token_info", "password", "all_tenants"}
+func contextOrder() [29]string {
+	return [...]string{"user", "project_id", "system_scope", "project", "domain", "user_domain",
+		"project_domain", "is_admin", "read_only", "show_deleted", "auth_token", "request_id", "global_request_id",
+		"resource_uuid", "roles", "user_identity", "is_admin_project", "auth_url", "domain_id", "domain_name",
+		"user_domain_id", "user_domain_name", "user_name", "user_id", "project_name", "trust_id",
+		"auth_token_info", "password", "all_tenants"}
+}
 
 // addContext appends the _context_* keys of m in magnum's order, then any
 // other key sorted.
 func addContext(ob *orderedObject, m map[string]any) error {
-	for _, k := range contextOrder {
+	order := contextOrder()
+	matched := 0
+	for _, k := range order {
 		if v, ok := m[k]; ok {
+			matched++
 			if err := ob.addPrefixed("_context_", k, v); err != nil {
 				return err
 			}
 		}
 	}
-	if len(m) == len(contextOrder) {
+	if matched == len(m) {
 		return nil
 	}
 	var rest []string
@@ -123,7 +128,7 @@ func addContext(ob *orderedObject, m map[string]any) error {
 }
 
 func inContextOrder(k string) bool {
-	for _, o := range contextOrder {
+	for _, o := range contextOrder() {
 		if o == k {
 			return true
 		}
