@@ -437,3 +437,39 @@ func ShortID() string {
 	}
 	return string(out)
 }
+
+// CAKeyPair returns a cluster CA's certificate and its decrypted private key
+// (unencrypted PKCS#8 PEM) for caCertType "" (Kubernetes, ca_cert_ref),
+// "etcd" or "front_proxy"/"front-proxy". The Cluster API driver pushes these
+// to the management cluster so CAPI signs with Magnum's CAs. Errors:
+// CertificateStorageException (reference missing, unreadable, or the key
+// does not decrypt or does not belong to the certificate). The key is never
+// logged.
+func (m *Manager) CAKeyPair(ctx context.Context, c *objects.Cluster, caCertType string) (certPEM, keyPEM []byte, err error) {
+	ref, label := caRef(c, caCertType)
+	if ref == "" {
+		return nil, nil, noCert(c, label)
+	}
+	stored, err := m.backend.Get(ctx, ref, objects.Deref(c.UUID))
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := pki.ParseCertificate(stored.Certificate)
+	if err != nil {
+		return nil, nil, corrupt(c, label, "certificate does not parse", err)
+	}
+	key, err := pkcs8.Decrypt([]byte(stored.PrivateKey), []byte(stored.Passphrase))
+	if err != nil {
+		return nil, nil, corrupt(c, label, "private key cannot be decrypted", err)
+	}
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return nil, nil, corrupt(c, label, "private key does not match the certificate", nil)
+	}
+	keyPEM, err = pkcs8.MarshalPlain(key)
+	if err != nil {
+		return nil, nil, corrupt(c, label, "private key cannot be encoded", err)
+	}
+	m.log.DebugContext(ctx, "read CA key pair", logAttrs(ctx, c, "ca_cert_type", caCertType, "cert_ref", ref)...)
+	return []byte(stored.Certificate), keyPEM, nil
+}
