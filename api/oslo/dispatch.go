@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 )
@@ -44,7 +45,21 @@ type Dispatcher struct {
 	minor     int
 	rev       int
 	namespace string
+	observe   Observer
 }
+
+// Observer is told about every request the dispatcher handled: the method
+// name (UnknownMethod when the request named no registered method), how
+// long the handler ran, and the error it returned.
+type Observer func(method string, took time.Duration, err error)
+
+// UnknownMethod is the method name given to an Observer for requests that
+// were refused before a registered method was found, so that metrics labels
+// stay bounded whatever callers send.
+const UnknownMethod = "(unknown)"
+
+// Observe sets the observer. Call it before the server starts.
+func (d *Dispatcher) Observe(o Observer) { d.observe = o }
 
 // NewDispatcher returns an empty table for endpoints of version 1.0 with no
 // namespace and Python class name "Handler".
@@ -139,10 +154,23 @@ func (d *Dispatcher) compatible(version string) (bool, error) {
 // version and namespace first (UnsupportedVersion), then the method
 // (NoSuchMethod, private names refused), then the arguments.
 func (d *Dispatcher) Dispatch(ctx context.Context, req *Request) (any, error) {
+	if d.observe == nil {
+		_, res, err := d.dispatch(ctx, req)
+		return res, err
+	}
+	start := time.Now()
+	method, res, err := d.dispatch(ctx, req)
+	d.observe(method, time.Since(start), err)
+	return res, err
+}
+
+// dispatch does Dispatch's work and also returns the registered method it
+// ran, or UnknownMethod.
+func (d *Dispatcher) dispatch(ctx context.Context, req *Request) (string, any, error) {
 	version := "1.0"
 	if req.Version != nil {
 		if err := json.Unmarshal(req.Version, &version); err != nil {
-			return nil, exception.Builtin("AttributeError",
+			return UnknownMethod, nil, exception.Builtin("AttributeError",
 				fmt.Sprintf("'%s' object has no attribute 'split'", pyTypeName(req.Version)))
 		}
 	}
@@ -156,24 +184,25 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req *Request) (any, error) {
 	}
 	ok, err := d.compatible(version)
 	if err != nil {
-		return nil, err
+		return UnknownMethod, nil, err
 	}
 	if !ok || req.Namespace != nil {
-		return nil, unsupportedVersion(version, display)
+		return UnknownMethod, nil, unsupportedVersion(version, display)
 	}
 	if !isStr {
-		return nil, exception.Builtin("TypeError",
+		return UnknownMethod, nil, exception.Builtin("TypeError",
 			fmt.Sprintf("attribute name must be string, not '%s'", pyTypeName(req.Method)))
 	}
 	fn, found := d.methods[method]
 	if !found || strings.HasPrefix(method, "_") {
-		return nil, noSuchMethod(method)
+		return UnknownMethod, nil, noSuchMethod(method)
 	}
 	args, err := decodeKwargs(req.Args)
 	if err != nil {
-		return nil, err
+		return method, nil, err
 	}
-	return fn(ctx, &Call{Method: method, Class: d.class, Args: args})
+	res, err := fn(ctx, &Call{Method: method, Class: d.class, Args: args})
+	return method, res, err
 }
 
 // decodeKwargs reads the args object keeping the order of its keys. Args

@@ -91,6 +91,11 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 	if err := handlers.Register(disp); err != nil {
 		return &startError{err}
 	}
+	rpcMetrics, err := newRPCMetrics(reg)
+	if err != nil {
+		return &startError{err}
+	}
+	disp.Observe(rpcMetrics.observe)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()

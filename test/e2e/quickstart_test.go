@@ -5,6 +5,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +42,8 @@ func TestMain(m *testing.M) {
 // conductor with SIGTERM.
 func TestQuickStart(t *testing.T) {
 	dir := t.TempDir()
-	conf := (&harness.Config{SimDelay: 1}).Write(t, dir)
+	metrics := harness.FreePort(t)
+	conf := (&harness.Config{SimDelay: 1, MetricsListen: metrics}).Write(t, dir)
 	p := harness.Start(t, bins, conf)
 
 	out, err := harness.CTL(bins, conf, "service", "list")
@@ -89,6 +92,22 @@ func TestQuickStart(t *testing.T) {
 		t.Fatalf("the deleted cluster should be ClusterNotFound, got %v", err)
 	}
 
+	// Prometheus: RPC counts per method and outcome, periodic cycles; and
+	// the health check.
+	body := httpGet(t, "http://"+metrics+"/metrics")
+	for _, want := range []string{
+		`magnum_conductor_rpc_requests_total{method="ping_conductor",outcome="ok"}`,
+		`magnum_conductor_rpc_requests_total{method="object_class_action",outcome="ClusterNotFound"}`,
+		`magnum_conductor_rpc_duration_seconds_bucket{method="cluster_create"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if got := httpGet(t, "http://"+metrics+"/healthz"); got != "ok\n" {
+		t.Errorf("/healthz = %q", got)
+	}
+
 	if err := p.Stop(15 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v", err)
 	}
@@ -119,4 +138,22 @@ func TestStartRefusesBadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "missing.conf") {
 		t.Fatalf("a missing file should be a clear error, got %v:\n%s", err, out)
 	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
+	}
+	return string(b)
 }

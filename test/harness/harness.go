@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,8 @@ type Config struct {
 	SimDelay float64
 	// NotificationTopic, when set, enables messagingv2 notifications on it.
 	NotificationTopic string
+	// MetricsListen is [conductor]/metrics_listen ("" keeps it off).
+	MetricsListen string
 	// Extra is appended verbatim.
 	Extra string
 }
@@ -101,6 +104,7 @@ host = %s
 [conductor]
 topic = %s
 shutdown_grace_period = 5
+metrics_listen = %s
 [database]
 connection = %s
 [certificates]
@@ -115,7 +119,7 @@ operation_delay = %g
 [kubernetes]
 health_polling_interval = 0
 %s
-`, Broker, c.Exchange, c.Host, c.Topic, c.Database, notif, c.SimDelay, c.Extra)
+`, Broker, c.Exchange, c.Host, c.Topic, c.MetricsListen, c.Database, notif, c.SimDelay, c.Extra)
 	path := filepath.Join(dir, "magnum.conf")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -219,4 +223,16 @@ func CTL(bins *Binaries, confPath string, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("magnumctl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// FreePort returns a loopback address with a port nobody listens on now.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }
