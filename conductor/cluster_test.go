@@ -62,6 +62,17 @@ func TestClusterCreateInsertsClusterNodegroupsCertsAndStartsDriver(t *testing.T)
 	}
 }
 
+func TestClusterCreateWithZeroWorkersStoresZero(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCluster(e.ct)
+	if _, err := e.h.ClusterCreate(e.ctx, c, 1, 0, intp(60)); err != nil {
+		t.Fatal(err)
+	}
+	if w := e.nodegroup(c, "default-worker"); w.NodeCount != 0 {
+		t.Fatalf("default-worker node_count = %d, want 0 as sent", w.NodeCount)
+	}
+}
+
 func TestClusterCreateDuplicateChangesNothing(t *testing.T) {
 	e := newEnv(t)
 	existing := e.seed(e.ct, objects.CreateComplete, 1)
