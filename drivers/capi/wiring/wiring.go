@@ -1,0 +1,68 @@
+// Package wiring adapts the conductor's certificate manager and database
+// store to the Cluster API driver's small interfaces (capi.CertSource,
+// capi.Store), so that drivers/capi depends on neither.
+package wiring
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/certmanager"
+	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/drivers/capi"
+)
+
+// CAKeyPairs is the part of *certmanager.Manager the CertSource uses.
+type CAKeyPairs interface {
+	CAKeyPair(ctx context.Context, c *objects.Cluster, caCertType string) (certPEM, keyPEM []byte, err error)
+}
+
+var _ CAKeyPairs = (*certmanager.Manager)(nil)
+
+// CertSource is capi.CertSource over the certificate manager.
+type CertSource struct{ Certs CAKeyPairs }
+
+var _ capi.CertSource = CertSource{}
+
+// caCertType maps the driver's CA kinds to Magnum's ca_cert_type values.
+func caCertType(kind capi.CAKind) (string, error) {
+	switch kind {
+	case capi.CAKubernetes:
+		return certmanager.CATypeKubernetes, nil
+	case capi.CAEtcd:
+		return certmanager.CATypeEtcd, nil
+	case capi.CAFrontProxy:
+		return certmanager.CATypeFrontProxy, nil
+	}
+	return "", fmt.Errorf("capi wiring: unknown CA kind %q", kind)
+}
+
+// CAKeyPair implements capi.CertSource.
+func (s CertSource) CAKeyPair(ctx context.Context, c *objects.Cluster, kind capi.CAKind) (certPEM, keyPEM []byte, err error) {
+	t, err := caCertType(kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Certs.CAKeyPair(ctx, c, t)
+}
+
+// NodeGroupStore is the part of *db.Store the Store adapter uses.
+type NodeGroupStore interface {
+	GetClusterTemplateByUUID(ctx context.Context, uuid string) (*objects.ClusterTemplate, error)
+	ListNodeGroups(ctx context.Context, clusterUUID string, opts db.ListOpts, f db.NodeGroupFilters) ([]*objects.NodeGroup, error)
+	SaveNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
+}
+
+var _ NodeGroupStore = (*db.Store)(nil)
+
+// Store is capi.Store over the database store.
+type Store struct{ NodeGroupStore }
+
+var _ capi.Store = Store{}
+
+// ListClusterNodeGroups implements capi.Store: every nodegroup of the
+// cluster (no filter, no page limit), in the store's default order.
+func (s Store) ListClusterNodeGroups(ctx context.Context, clusterUUID string) ([]*objects.NodeGroup, error) {
+	return s.ListNodeGroups(ctx, clusterUUID, db.ListOpts{}, db.NodeGroupFilters{})
+}
