@@ -24,6 +24,9 @@ type sideResult struct {
 	// CPURun is the CPU seconds of the server's process tree over the
 	// whole load phase; CPUOwn over its own cells only.
 	CPURun float64 `json:"cpu_seconds_run"`
+	// ListBytes is the size of one Cluster.list result (the "result" of
+	// the reply, as the client received it).
+	ListBytes int `json:"cluster_list_result_bytes"`
 	CPUOwn float64 `json:"cpu_seconds_own_cells"`
 }
 
@@ -127,6 +130,8 @@ func (r *report) table() string {
 		fmt.Fprintf(tw, "Cluster.list (%d clusters), %d callers\t%s\t%s\t-\t%s\t-\t\n", r.Clusters, o.Callers, rate(p), rate(o),
 			ratio(o.PerSec, p.PerSec))
 	}
+	fmt.Fprintf(tw, "Cluster.list result size (bytes)\t%d\t%d\t-\t%s\t-\t\n", r.Python.ListBytes, r.Ours.ListBytes,
+		ratio(float64(r.Ours.ListBytes), float64(r.Python.ListBytes)))
 	pc, oc := r.Python.Create, r.Ours.Create
 	fmt.Fprintf(tw, "cluster_create → CREATE_COMPLETE (%d casts)\t%.2f clusters/s (%.1f s)\t%.2f clusters/s (%.1f s)\t-\t%s\t-\t\n",
 		r.Creates, pc.PerSec, pc.Seconds, oc.PerSec, oc.Seconds, ratio(oc.PerSec, pc.PerSec))

@@ -337,8 +337,7 @@ func (d *seedData) seed(ctx context.Context, s *server) error {
 // listClusters is Cluster.list as magnum-api 15.0.1's GET /v1/clusters
 // sends it (objver 1.23, limit from [api]/max_limit, sort by id).
 func listClusters(ctx context.Context, s *server) (int, error) {
-	raw, err := s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "list", "1.23",
-		[]any{1000, nil}, map[string]any{"sort_key": "id", "sort_dir": "asc", "filters": map[string]any{}})
+	raw, err := listRaw(ctx, s)
 	if err != nil {
 		return 0, err
 	}
@@ -358,10 +357,15 @@ func countClusters(raw []byte) int {
 		bytes.Count(raw, []byte(`"magnum_object.name":"Cluster"`))
 }
 
+// listRaw is Cluster.list's result as received.
+func listRaw(ctx context.Context, s *server) ([]byte, error) {
+	return s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "list", "1.23",
+		[]any{1000, nil}, map[string]any{"sort_key": "id", "sort_dir": "asc", "filters": map[string]any{}})
+}
+
 // listClustersFast is listClusters with countClusters.
 func listClustersFast(ctx context.Context, s *server) (int, error) {
-	raw, err := s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "list", "1.23",
-		[]any{1000, nil}, map[string]any{"sort_key": "id", "sort_dir": "asc", "filters": map[string]any{}})
+	raw, err := listRaw(ctx, s)
 	if err != nil {
 		return 0, err
 	}
