@@ -26,8 +26,8 @@ type sideResult struct {
 	CPURun float64 `json:"cpu_seconds_run"`
 	// ListBytes is the size of one Cluster.list result (the "result" of
 	// the reply, as the client received it).
-	ListBytes int `json:"cluster_list_result_bytes"`
-	CPUOwn float64 `json:"cpu_seconds_own_cells"`
+	ListBytes int     `json:"cluster_list_result_bytes"`
+	CPUOwn    float64 `json:"cpu_seconds_own_cells"`
 }
 
 type report struct {
