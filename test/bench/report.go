@@ -24,10 +24,10 @@ type sideResult struct {
 	// CPURun is the CPU seconds of the server's process tree over the
 	// whole load phase; CPUOwn over its own cells only.
 	CPURun float64 `json:"cpu_seconds_run"`
+	CPUOwn float64 `json:"cpu_seconds_own_cells"`
 	// ListBytes is the size of one Cluster.list result (the "result" of
 	// the reply, as the client received it).
-	ListBytes int     `json:"cluster_list_result_bytes"`
-	CPUOwn    float64 `json:"cpu_seconds_own_cells"`
+	ListBytes int `json:"cluster_list_result_bytes"`
 }
 
 type report struct {
