@@ -208,7 +208,7 @@ type series struct {
 // svg draws calls/s against callers (log scale) for ping_conductor and
 // Cluster.list, Python, ours and the raw limit.
 func (r *report) svg() string {
-	const w, h = 920, 470
+	const w, h = 920, 500
 	panels := []struct {
 		title string
 		ss    []series
