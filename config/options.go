@@ -202,6 +202,13 @@ type CAPIDriverOpts struct {
 	FlavorLabelDefaults map[string]string `ini:"flavor_label_defaults" help:"Labels applied to every cluster unless the template or cluster sets them, as key:value pairs, for example boot_volume_size:20,boot_volume_type:ssd."`
 	MinFlavorRAMMB      int               `ini:"min_flavor_ram_mb" default:"2048" min:"0" help:"Smallest flavor RAM, in MB, accepted for Kubernetes nodes."`
 	MinFlavorVCPUs      int               `ini:"min_flavor_vcpus" default:"2" min:"0" help:"Smallest number of vCPUs accepted for Kubernetes nodes."`
+	KubeconfigContext   string            `ini:"kubeconfig_context" default:"" help:"Context of the kubeconfig to use; empty uses its current context."`
+	StartTimeout        time.Duration     `ini:"start_timeout" unit:"s" default:"60" min:"1" help:"Seconds to wait at start for the management cluster to answer and the driver's caches to fill. When it does not, the conductor starts without the Cluster API driver and logs an error."`
+	ResyncPeriod        time.Duration     `ini:"resync_period" unit:"s" default:"600" min:"0" help:"Seconds between full resyncs of the driver's watch caches of Cluster API objects; 0 disables periodic resyncs."`
+	CloudRegion         string            `ini:"cloud_region" default:"" help:"OpenStack region written into the clouds.yaml of each cluster's cloud-credentials Secret (used by the OpenStack Cluster API provider); empty writes none."`
+	CloudInterface      string            `ini:"cloud_interface" default:"public" choices:"public|internal|admin" help:"Endpoint interface written into the clouds.yaml of each cluster's cloud-credentials Secret."`
+	CloudCAFile         string            `ini:"cloud_ca_file" default:"" help:"PEM file of the CA that signs the OpenStack API endpoints, copied into each cluster's cloud-credentials Secret; empty uses the system CAs."`
+	KeystoneTimeout     time.Duration     `ini:"keystone_timeout" unit:"s" default:"30" min:"1" help:"Seconds an HTTP request to Keystone may take when the driver creates, verifies or deletes a cluster's application credential."`
 }
 
 // SimulatedDriverOpts is the [simulated_driver] group.

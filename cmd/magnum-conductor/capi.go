@@ -2,15 +2,178 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/config"
+	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/capi"
+	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
+	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
 )
 
+// capiConfigured reports whether the Cluster API driver is wanted: a
+// [capi_driver]/kubeconfig, or a conductor running inside Kubernetes
+// (KUBERNETES_SERVICE_HOST), which then uses its service account. KUBECONFIG
+// and ~/.kube/config alone do not enable the driver, so a developer's own
+// kubeconfig never turns a conductor into a Cluster API one by accident.
+func capiConfigured(cfg *config.Config, getenv func(string) string) bool {
+	return cfg.CAPIDriver.Kubeconfig != "" || getenv("KUBERNETES_SERVICE_HOST") != ""
+}
+
+// capiOptions maps [capi_driver] onto the driver's options. cloudCACert is
+// the content of cloud_ca_file.
+func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
+	return capi.Options{
+		Kubeconfig: c.Kubeconfig,
+		Context:    c.KubeconfigContext,
+		// The driver appends "-" itself (<prefix>-<project id>); the option
+		// is written as Magnum operators expect, with the dash.
+		NamespacePrefix:     strings.TrimSuffix(c.NamespacePrefix, "-"),
+		ClusterClassVersion: c.ClusterClassVersion,
+		CreateTimeout:       c.CreateTimeout,
+		DeleteTimeout:       c.DeleteTimeout,
+		ResyncPeriod:        c.ResyncPeriod,
+		CloudRegion:         c.CloudRegion,
+		CloudInterface:      c.CloudInterface,
+		CloudCACert:         cloudCACert,
+	}
+}
+
+// keystoneOptions configures the application-credential issuer: the
+// Keystone URL of a request is its auth_url; without one, the public
+// [keystone_authtoken]/www_authenticate_uri, else [keystone_auth]/auth_url.
+// Revocation without a user token uses the [keystone_auth] service
+// credentials, as Magnum's admin context does.
+func keystoneOptions(cfg *config.Config) keystone.Options {
+	k := cfg.KeystoneAuth
+	authURL := cfg.KeystoneAuthtoken.WWWAuthenticateURI
+	if authURL == "" {
+		authURL = k.AuthURL
+	}
+	caFile, insecure := k.Cafile, k.Insecure
+	if caFile == "" {
+		caFile = cfg.KeystoneAuthtoken.Cafile
+	}
+	return keystone.Options{
+		AuthURL:  authURL,
+		Timeout:  cfg.CAPIDriver.KeystoneTimeout,
+		CAFile:   caFile,
+		Insecure: insecure || cfg.KeystoneAuthtoken.Insecure,
+		Service: keystone.ServiceCredentials{
+			AuthURL: k.AuthURL, Username: k.Username, UserID: k.UserID, Password: k.Password,
+			UserDomainName: k.UserDomainName, UserDomainID: k.UserDomainID,
+			ProjectName: k.ProjectName, ProjectID: k.ProjectID,
+			ProjectDomainName: k.ProjectDomainName, ProjectDomainID: k.ProjectDomainID,
+		},
+	}
+}
+
 // newCAPIDriver returns the Cluster API driver, or nil when it is not
-// configured.
-func newCAPIDriver(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, log *slog.Logger) (drivers.Driver, error) {
-	return nil, nil
+// configured (see capiConfigured).
+//
+// Configuration errors (bad options, unreadable kubeconfig or CA file) stop
+// the conductor: they need an operator. A management cluster that does not
+// answer, or does not serve cluster.x-k8s.io/v1beta2, within
+// [capi_driver]/start_timeout does NOT stop it: the driver is left out of the
+// registry with an error log line, and the conductor serves its other
+// drivers. Registering the driver unstarted would not be safe: its status
+// sync reads the informer cache, and an empty cache reads as "every CAPI
+// Cluster is gone", which would complete deletions (and clean up credentials
+// and Secrets) and time out creations that are in fact running. Without the
+// driver, requests for its templates fail with ClusterTypeNotSupported and
+// sync_cluster_status leaves those clusters' status unchanged; restart the
+// conductor once the management cluster is reachable.
+//
+// On success the informers live as long as ctx, the process's root context.
+func newCAPIDriver(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (drivers.Driver, error) {
+	return buildCAPIDriver(ctx, cfg, os.Getenv, certs, store, log)
+}
+
+func buildCAPIDriver(ctx context.Context, cfg *config.Config, getenv func(string) string,
+	certs wiring.CAKeyPairs, store wiring.NodeGroupStore, log *slog.Logger) (drivers.Driver, error) {
+	if !capiConfigured(cfg, getenv) {
+		log.Info("Cluster API driver not configured ([capi_driver]/kubeconfig unset, not running in Kubernetes)")
+		return nil, nil
+	}
+	c := cfg.CAPIDriver
+	if c.ClusterClassName != "" && c.ClusterClassName != "magnum" {
+		log.Warn("[capi_driver]/cluster_class_name is ignored: the driver names its classes magnum-<cluster_class_version>",
+			"cluster_class_name", c.ClusterClassName)
+	}
+	if len(c.FlavorLabelDefaults) > 0 {
+		log.Warn("[capi_driver]/flavor_label_defaults is not applied by this driver version")
+	}
+	var cloudCACert string
+	if c.CloudCAFile != "" {
+		b, err := os.ReadFile(c.CloudCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("[capi_driver]/cloud_ca_file: %w", err)
+		}
+		cloudCACert = string(b)
+	}
+	opts := capiOptions(c, cloudCACert)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("[capi_driver]: %w", err)
+	}
+	restCfg, err := capi.RESTConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("[capi_driver]: %w", err)
+	}
+	issuer, err := keystone.New(keystoneOptions(cfg), log.With("component", "keystone"))
+	if err != nil {
+		return nil, fmt.Errorf("[capi_driver] application credentials: %w", err)
+	}
+	d, err := capi.NewForConfig(restCfg, opts, wiring.CertSource{Certs: certs}, issuer, wiring.Store{NodeGroupStore: store}, log)
+	if err != nil {
+		return nil, fmt.Errorf("[capi_driver]: %w", err)
+	}
+	if err := startCAPIDriver(ctx, d, c.StartTimeout); err != nil {
+		log.Error("Cluster API driver NOT registered: the management cluster is not usable; "+
+			"clusters of its templates stay unchanged until the conductor is restarted with the management cluster reachable",
+			"management_cluster", restCfg.Host, "timeout", c.StartTimeout.String(), "error", err)
+		return nil, nil
+	}
+	log.Info("Cluster API driver started", "management_cluster", restCfg.Host, "driver", d.Name())
+	return d, nil
+}
+
+// starter is the part of *capi.Driver startCAPIDriver uses.
+type starter interface {
+	Start(ctx context.Context) error
+}
+
+// startCAPIDriver runs d.Start with ctx (the informers stop with it) but
+// gives up after timeout; then the informers are stopped too.
+func startCAPIDriver(ctx context.Context, d starter, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	driverCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Start(driverCtx) }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			cancel()
+			return err
+		}
+		// driverCtx lives as long as ctx: cancel is ctx's own cancellation.
+		context.AfterFunc(ctx, cancel)
+		return nil
+	case <-timer.C:
+		cancel()
+		return fmt.Errorf("no answer within %s", timeout)
+	case <-ctx.Done():
+		cancel()
+		return errors.Join(errors.New("stopped while starting"), ctx.Err())
+	}
 }

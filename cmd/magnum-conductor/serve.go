@@ -62,7 +62,7 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 		return &startError{fmt.Errorf("certificate manager: %w", err)}
 	}
 
-	registry, err := buildDrivers(ctx, cfg, certs, log)
+	registry, err := buildDrivers(ctx, cfg, certs, store, log)
 	if err != nil {
 		return &startError{fmt.Errorf("drivers: %w", err)}
 	}

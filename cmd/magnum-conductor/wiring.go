@@ -16,12 +16,12 @@ import (
 // buildDrivers lists the drivers this binary ships, explicitly: the
 // simulated driver when [simulated_driver]/enabled, and the Cluster API
 // driver. [drivers]/disabled_drivers removes any of them.
-func buildDrivers(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, log *slog.Logger) (*drivers.Registry, error) {
+func buildDrivers(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
 	var ds []drivers.Driver
 	if cfg.SimulatedDriver.Enabled {
 		ds = append(ds, simulated.New(simulated.Options{Delay: cfg.SimulatedDriver.OperationDelay}))
 	}
-	capiDriver, err := newCAPIDriver(ctx, cfg, certs, log.With("component", "capi"))
+	capiDriver, err := newCAPIDriver(ctx, cfg, certs, store, log.With("component", "capi"))
 	if err != nil {
 		return nil, err
 	}
