@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -41,12 +42,14 @@ type options struct {
 	only      string
 	rounds    int
 	cpuprof   string
+	commit    string
 }
 
 func main() {
 	o := options{callers: []int{1, 16}}
 	flag.DurationVar(&o.duration, "duration", 4*time.Second, "measured time of each round of a throughput cell")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each cell")
+	flag.StringVar(&o.commit, "commit", gitCommit(), "the commit measured, for the report (default: git rev-parse HEAD)")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "debugging: write the load generator's CPU profile here")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of every throughput cell (the table shows the median)")
 	flag.IntVar(&o.clusters, "clusters", 100, "clusters seeded into both databases")
@@ -87,7 +90,7 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options) error {
-	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Duration: o.duration.Seconds(), Rounds: o.rounds,
+	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Duration: o.duration.Seconds(), Rounds: o.rounds, Commit: o.commit,
 		Clusters: o.clusters, Creates: o.creates}
 
 	binDir, err := os.MkdirTemp("", "magnum-bench-")
@@ -437,6 +440,15 @@ func creates(ctx context.Context, s *server, seed *seedData, n int) createResult
 		res.PerSec = float64(res.Completed) / res.Seconds
 	}
 	return res
+}
+
+// gitCommit is the checked-out commit, or "" outside a git work tree.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // loadavg is the 1, 5 and 15 minute load average of the machine.

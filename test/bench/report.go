@@ -33,6 +33,7 @@ type sideResult struct {
 type report struct {
 	Date          string        `json:"date"`
 	Machine       string        `json:"machine"`
+	Commit        string        `json:"commit"`
 	Duration      float64       `json:"cell_seconds"`
 	Rounds        int           `json:"rounds"`
 	LoadAvg       []string      `json:"loadavg_start_end"`
@@ -105,7 +106,7 @@ func mib(b int64) float64 { return bytesMiB(b) }
 func (r *report) table() string {
 	r.Notes = notes()
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "magnum-conductor benchmark, %s\nmachine: %s\n", r.Date, r.Machine)
+	fmt.Fprintf(&b, "magnum-conductor benchmark, %s, commit %s\nmachine: %s\n", r.Date, r.Commit, r.Machine)
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "* %s\n", n)
 	}
