@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +190,54 @@ func TestStartCAPIDriverGivesUpAndStopsTheInformers(t *testing.T) {
 	case <-b.stopped:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the start context was not cancelled")
+	}
+}
+
+// fakeManagementCluster answers every list with an empty list and holds
+// watches open: enough for the driver's start (v1beta2 check, cache sync).
+func fakeManagementCluster(t *testing.T) string {
+	t.Helper()
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") == "true" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			if r.URL.Query().Get("sendInitialEvents") == "true" {
+				// Watch-list: the (empty) initial state ends with this bookmark.
+				parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/apis/"), "/")
+				_, _ = io.WriteString(w, `{"type":"BOOKMARK","object":{"apiVersion":"`+parts[0]+"/"+parts[1]+
+					`","kind":"Bookmark","metadata":{"resourceVersion":"1","annotations":{"k8s.io/initial-events-end":"true"}}}}`+"\n")
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":"1"},"items":[]}`)
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster: {server: \"" + srv.URL + "\"}\n" +
+		"contexts:\n- name: m\n  context: {cluster: m, user: u}\ncurrent-context: m\nusers:\n- name: u\n  user: {token: t}\n"
+	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t)+"\nstart_timeout = 20\n")
+	var logs bytes.Buffer
+	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || d == nil {
+		t.Fatalf("got %v, %v; want the driver\n%s", d, err, logs.String())
+	}
+	if d.Name() != "k8s_capi_v1" || !strings.Contains(logs.String(), "Cluster API driver started") {
+		t.Fatalf("driver %s, logs:\n%s", d.Name(), logs.String())
 	}
 }
