@@ -242,16 +242,18 @@ func (i *Issuer) Revoke(ctx context.Context, c *objects.Cluster, id string) erro
 		case err == nil && (gone || rc.UserID == owner || owner == ""):
 			i.log.InfoContext(ctx, "deleted application credential", attrs...)
 			return nil
-		case err != nil && !gophercloud.ResponseCodeIs(err, http.StatusForbidden):
+		case err != nil && !gophercloud.ResponseCodeIs(err, http.StatusForbidden) && !gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
 			return failure("cannot delete application credential "+id+": "+describe(err), err)
 		case !i.opts.Service.configured():
 			if err != nil {
 				return failure("cannot delete application credential "+id+": "+describe(err), err)
 			}
-			return nil // not the caller's, and no service credentials to look further
+			i.log.WarnContext(ctx, "application credential not found under the requesting user and no [keystone_auth] "+
+				"service credentials to delete it as its owner; it may remain", append(attrs, "owner_user_id", owner)...)
+			return nil
 		}
-		// Not the caller's (404) or not allowed (403): the owner's, with the
-		// service credentials below.
+		// Not the caller's (404), not allowed (403) or an expired token
+		// (401): the owner's, with the service credentials below.
 	}
 	if owner == "" {
 		return failure("cannot delete application credential "+id+": the cluster has no user_id", nil)

@@ -304,6 +304,17 @@ func TestRevokeErrors(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("expired user token falls back to the service", func(t *testing.T) {
+		f := newFixture(t, nil)
+		c := testCluster()
+		cred, err := f.iss.Issue(userCtx(ownerID, ownerToken, ""), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.iss.Revoke(userCtx(ownerID, "expired-token-5ecret", ""), c, cred.ID); err != nil || len(f.ks.Creds()) != 0 {
+			t.Fatalf("got %v, %d credentials left", err, len(f.ks.Creds()))
+		}
+	})
 	t.Run("empty id is a no-op", func(t *testing.T) {
 		f := newFixture(t, nil)
 		if err := f.iss.Revoke(context.Background(), testCluster(), ""); err != nil || len(f.ks.Requests()) != 0 {
