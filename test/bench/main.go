@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openstack/magnum-conductor/api/oslo"
 	"github.com/openstack/magnum-conductor/test/bench/load"
 	"github.com/openstack/magnum-conductor/test/bench/procstat"
 	"github.com/openstack/magnum-conductor/test/bench/rawamqp"
@@ -410,18 +409,15 @@ func creates(ctx context.Context, s *server, seed *seedData, n int) createResult
 				break
 			}
 			// rpc_response_timeout's default, as magnum-api waits. A poll
-			// that times out counts as an error; polling goes on.
+			// that fails (a timeout, or an exception the server raised)
+			// counts as an error; polling goes on until the deadline.
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			st, err := getStatus(cctx, s, id)
 			cancel()
-			var te *oslo.TimeoutError
-			if errors.As(err, &te) {
-				fail(err)
-				continue
-			}
 			if err != nil {
 				fail(err)
-				break
+				_ = sleepCtx(ctx, 100*time.Millisecond)
+				continue
 			}
 			if st == "CREATE_COMPLETE" {
 				res.Completed++
