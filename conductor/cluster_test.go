@@ -212,7 +212,8 @@ func TestClusterUpdateResizesDefaultWorker(t *testing.T) {
 func TestClusterUpdateNothingChangedReturnsNone(t *testing.T) {
 	e := newEnv(t)
 	c := e.seed(e.ct, objects.UpdateComplete, 2)
-	got, err := e.h.ClusterUpdate(e.ctx, c, 2, "", nil, false)
+	// magnum-api passes the health fields of the cluster it loaded.
+	got, err := e.h.ClusterUpdate(e.ctx, c, 2, c.HealthStatus, c.HealthStatusReason, false)
 	if err != nil || got != nil {
 		t.Fatalf("got %v, %v; want nil, nil", got, err)
 	}

@@ -70,6 +70,9 @@ func (s *Store) CreateCluster(ctx context.Context, c *objects.Cluster) error {
 		c.UUID = objects.Str(uuid.NewString())
 	}
 	cols := addColumn(setColumns(c, clusterColumns()), "uuid", "created_at", "floating_ip_enabled", "master_lb_enabled")
+	// Magnum's ORM binds every column on insert and its JSON type writes
+	// None as {} / []: an unset JSON column is stored as {}, not NULL.
+	cols = addColumn(cols, "labels", "health_status_reason")
 	row := clusterToRow(c)
 	row.ID = 0
 	if !objects.IsSet(c, "floating_ip_enabled") {
@@ -85,7 +88,20 @@ func (s *Store) CreateCluster(ctx context.Context, c *objects.Cluster) error {
 		}
 		return err
 	}
-	return s.reloadCluster(ctx, c, row.ID)
+	keepLabels, keepReason := !objects.IsSet(c, "labels"), !objects.IsSet(c, "health_status_reason")
+	if err := s.reloadCluster(ctx, c, row.ID); err != nil {
+		return err
+	}
+	// Like Magnum's create, the returned object keeps None for JSON fields
+	// it did not set, although the row stores {} (a later read returns {}).
+	if keepLabels {
+		c.Labels = nil
+	}
+	if keepReason {
+		c.HealthStatusReason = nil
+	}
+	objects.ResetChanges(c)
+	return nil
 }
 
 // reloadCluster refreshes c from row id, keeping its template and version.

@@ -61,6 +61,7 @@ func (s *Store) CreateClusterTemplate(ctx context.Context, t *objects.ClusterTem
 	}
 	cols := addColumn(setColumns(t, clusterTemplateColumns()), "uuid", "created_at", "registry_enabled",
 		"tls_disabled", "public", "master_lb_enabled", "floating_ip_enabled", "hidden")
+	cols = addColumn(cols, "labels") // stored as {} when unset, as Magnum does
 	row := clusterTemplateToRow(t)
 	row.ID = 0
 	if !objects.IsSet(t, "floating_ip_enabled") {
@@ -76,7 +77,16 @@ func (s *Store) CreateClusterTemplate(ctx context.Context, t *objects.ClusterTem
 		}
 		return err
 	}
-	return s.reloadClusterTemplate(ctx, t, row.ID)
+	keepLabels := !objects.IsSet(t, "labels")
+	if err := s.reloadClusterTemplate(ctx, t, row.ID); err != nil {
+		return err
+	}
+	// As Magnum's create: None stays None in the returned object.
+	if keepLabels {
+		t.Labels = nil
+		objects.ResetChanges(t)
+	}
+	return nil
 }
 
 func (s *Store) reloadClusterTemplate(ctx context.Context, t *objects.ClusterTemplate, id int64) error {

@@ -56,6 +56,7 @@ func (s *Store) CreateFederation(ctx context.Context, f *objects.Federation) err
 		f.UUID = objects.Str(uuid.NewString())
 	}
 	cols := addColumn(setColumns(f, federationColumns()), "uuid", "created_at")
+	cols = addColumn(cols, "member_ids", "properties") // stored as [] / {} when unset, as Magnum does
 	row := federationToRow(f)
 	row.ID = 0
 	if !objects.IsSet(f, "created_at") {
@@ -75,8 +76,16 @@ func (s *Store) CreateFederation(ctx context.Context, f *objects.Federation) err
 		return s.wrap("reload federation", err)
 	}
 	v := f.ReceivedVersion()
+	keepMembers, keepProps := !objects.IsSet(f, "member_ids"), !objects.IsSet(f, "properties")
 	*f = *r.toObject()
 	f.SetReceivedVersion(v)
+	// As Magnum's create: None stays None in the returned object.
+	if keepMembers {
+		f.MemberIDs = nil
+	}
+	if keepProps {
+		f.Properties = nil
+	}
 	objects.ResetChanges(f)
 	return nil
 }

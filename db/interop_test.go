@@ -104,7 +104,7 @@ func TestInteropWithPythonDBAPI(t *testing.T) {
 	got := python("read", *ct.UUID, *c.UUID, ng.UUID)
 	want := map[string]any{
 		"ct_labels": map[string]any{"kube_tag": "v1.30", "ü": "x"}, "ct_public": true, "ct_fip": true, "ct_server_type": "vm",
-		"ng_labels": nil, "ng_addresses": []any{"10.0.0.1", "10.0.0.2"}, "ng_count": 3.0, "ng_default": true,
+		"ng_labels": map[string]any{}, "ng_addresses": []any{"10.0.0.1", "10.0.0.2"}, "ng_count": 3.0, "ng_default": true,
 		"svc_count": 3.0, "svc_seen": true, "svc_disabled": false, "quota": 7.0,
 	}
 	if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {

@@ -41,6 +41,8 @@ func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error
 	}
 	cols := addColumn(setColumns(n, nodeGroupColumns()), "uuid", "name", "cluster_id", "project_id",
 		"created_at", "is_default")
+	// JSON columns are stored as {} / [] when unset, as Magnum does.
+	cols = addColumn(cols, "labels", "node_addresses", "node_labels", "node_taints")
 	row := nodeGroupToRow(n)
 	row.ID = 0
 	if !objects.IsSet(n, "created_at") {
@@ -53,7 +55,28 @@ func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error
 		}
 		return err
 	}
-	return s.reloadNodeGroup(ctx, n, row.ID)
+	unset := map[string]bool{}
+	for _, f := range []string{"labels", "node_addresses", "node_labels", "node_taints"} {
+		unset[f] = !objects.IsSet(n, f)
+	}
+	if err := s.reloadNodeGroup(ctx, n, row.ID); err != nil {
+		return err
+	}
+	// As Magnum's create: None stays None in the returned object.
+	if unset["labels"] {
+		n.Labels = nil
+	}
+	if unset["node_addresses"] {
+		n.NodeAddresses = nil
+	}
+	if unset["node_labels"] {
+		n.NodeLabels = nil
+	}
+	if unset["node_taints"] {
+		n.NodeTaints = nil
+	}
+	objects.ResetChanges(n)
+	return nil
 }
 
 func (s *Store) reloadNodeGroup(ctx context.Context, n *objects.NodeGroup, id int64) error {

@@ -62,12 +62,12 @@ func repoFile(t *testing.T, rel string) string {
 
 // runScenario runs the Python magnum-api client against the conductor
 // reached through conf.
-func runScenario(t *testing.T, conf, seed string) []step {
+func runScenario(t *testing.T, conf, scenario, seed string) []step {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/usr/bin/python3", repoFile(t, "test/interop/python/magnum_api_client.py"),
-		"--config-file", conf, "lifecycle", seed)
+		"--config-file", conf, scenario, seed)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -143,12 +143,65 @@ func TestLifecycleMatchesPythonConductor(t *testing.T) {
 	// Python 15.0.1, on MariaDB at its own head (7da8489d6a68).
 	pyConf := startPython(t, t.TempDir())
 
-	ours := runScenario(t, oursConf, "lifecycle-seed")
-	py := runScenario(t, pyConf, "lifecycle-seed")
+	ours := runScenario(t, oursConf, "lifecycle", "lifecycle-seed")
+	py := runScenario(t, pyConf, "lifecycle", "lifecycle-seed")
 
 	want := []string{"ping", "cluster_create_async", "wait_create_complete", "nodegroups_after_create",
 		"get_ca_certificate", "cluster_update_async", "wait_update_complete", "worker_count_after_update",
+		"cluster_resize_async", "wait_resize_complete", "nodegroup_create_async", "wait_nodegroup_created",
+		"nodegroup_delete_async", "wait_nodegroup_deleted", "cluster_upgrade", "wait_upgrade_complete",
+		"upgrade_while_in_progress_refused",
 		"federation_create", "cluster_delete_missing", "cluster_delete_async", "wait_deleted"}
+	compareSteps(t, want, ours, py)
+	// magnum-api's object code (create, get, list, save, destroy of
+	// templates, clusters and nodegroups, and the errors) gives the same
+	// results and exceptions from both conductors.
+	objWant := []string{}
+	oursObj := runScenario(t, oursConf, "objects", "objects-seed")
+	pyObj := runScenario(t, pyConf, "objects", "objects-seed")
+	for _, st := range pyObj {
+		objWant = append(objWant, st.Step)
+	}
+	if len(objWant) < 20 {
+		t.Fatalf("the objects scenario ran only %d steps against Python", len(objWant))
+	}
+	compareSteps(t, objWant, oursObj, pyObj)
+
+	// The outcomes themselves, so that two conductors wrong in the same way
+	// still fail.
+	byName := map[string]step{}
+	for _, s := range ours {
+		byName[s.Step] = s
+	}
+	for name, v := range map[string]string{
+		"ping": "true", "wait_create_complete": `"CREATE_COMPLETE"`, "wait_update_complete": `"UPDATE_COMPLETE"`,
+		"worker_count_after_update": "[3]", "get_ca_certificate": "true", "wait_deleted": `"GONE"`,
+		"nodegroups_after_create": `[["default-master", "master", 1, true], ["default-worker", "worker", 2, true]]`,
+		"wait_resize_complete":    `["UPDATE_COMPLETE", [1]]`,
+		"wait_nodegroup_created":  `["UPDATE_COMPLETE", ["np-lifecycle-seed", "CREATE_COMPLETE", 2]]`,
+		"wait_nodegroup_deleted":  `"UPDATE_COMPLETE"`, "cluster_upgrade": `"UPDATE_IN_PROGRESS"`,
+		"wait_upgrade_complete": `"UPDATE_COMPLETE"`,
+	} {
+		if got := string(byName[name].Value); got != v {
+			t.Errorf("%s = %s, want %s", name, got, v)
+		}
+	}
+	if e := byName["cluster_delete_missing"].Error; e == nil || e.Class != "ClusterNotFound_Remote" {
+		t.Errorf("cluster_delete of a missing cluster should raise ClusterNotFound, got %s", describe(byName["cluster_delete_missing"]))
+	}
+	if e := byName["upgrade_while_in_progress_refused"].Error; e == nil || e.Class != "NotSupported_Remote" ||
+		e.Message != `Upgrading a cluster when status is "UPDATE_IN_PROGRESS" is not supported.` {
+		t.Errorf("an upgrade in UPDATE_IN_PROGRESS should be refused by the gate, got %s", describe(byName["upgrade_while_in_progress_refused"]))
+	}
+	if e := byName["federation_create"].Error; e == nil || !strings.HasPrefix(e.Class, "NotImplementedError") {
+		t.Errorf("federation_create should raise NotImplementedError, got %s", describe(byName["federation_create"]))
+	}
+}
+
+// compareSteps requires the same steps, in order, with the same value or
+// the same exception class and message from both conductors.
+func compareSteps(t *testing.T, want []string, ours, py []step) {
+	t.Helper()
 	if len(ours) != len(want) || len(py) != len(want) {
 		t.Fatalf("steps: ours %d, python %d, want %d\nours: %+v\npython: %+v", len(ours), len(py), len(want), ours, py)
 	}
@@ -167,27 +220,6 @@ func TestLifecycleMatchesPythonConductor(t *testing.T) {
 		if !o.OK && (o.Error.Class != p.Error.Class || o.Error.Message != p.Error.Message) {
 			t.Errorf("%s: ours %s, python %s", name, describe(o), describe(p))
 		}
-	}
-	// The outcomes themselves, so that two conductors wrong in the same way
-	// still fail.
-	byName := map[string]step{}
-	for _, s := range ours {
-		byName[s.Step] = s
-	}
-	for name, v := range map[string]string{
-		"ping": "true", "wait_create_complete": `"CREATE_COMPLETE"`, "wait_update_complete": `"UPDATE_COMPLETE"`,
-		"worker_count_after_update": "[3]", "get_ca_certificate": "true", "wait_deleted": `"GONE"`,
-		"nodegroups_after_create": `[["default-master", "master", 1, true], ["default-worker", "worker", 2, true]]`,
-	} {
-		if got := string(byName[name].Value); got != v {
-			t.Errorf("%s = %s, want %s", name, got, v)
-		}
-	}
-	if e := byName["cluster_delete_missing"].Error; e == nil || e.Class != "ClusterNotFound_Remote" {
-		t.Errorf("cluster_delete of a missing cluster should raise ClusterNotFound, got %s", describe(byName["cluster_delete_missing"]))
-	}
-	if e := byName["federation_create"].Error; e == nil || !strings.HasPrefix(e.Class, "NotImplementedError") {
-		t.Errorf("federation_create should raise NotImplementedError, got %s", describe(byName["federation_create"]))
 	}
 }
 

@@ -190,6 +190,23 @@ def wait_status(ctx, cluster_uuid, want, timeout=60):
     raise RuntimeError('timed out waiting for %s' % want)
 
 
+def wait_until(ctx, cluster_uuid, check, timeout=60):
+    """Polls the cluster and its nodegroups until check(cluster, nodegroups)
+    returns a value (not None); a cast is processed asynchronously, so the
+    state before it is not mistaken for the state after it."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
+        ngs = objects.NodeGroup.list(ctx, cluster_uuid)
+        last = (c.status, sorted((n.name, n.status, n.node_count) for n in ngs))
+        got = check(c, ngs)
+        if got is not None:
+            return got
+        time.sleep(0.2)
+    raise RuntimeError('timed out; last state %s' % (last,))
+
+
 def scenario_lifecycle(ctx, seed):
     api = conductor_api.API(context=ctx)
     emit('ping', lambda: conductor_api.ListenerAPI(
@@ -228,11 +245,91 @@ def scenario_lifecycle(ctx, seed):
     emit('worker_count_after_update', lambda: [
         n.node_count for n in objects.NodeGroup.list(ctx, cl.uuid)
         if n.role != 'master'])
+
+    # cluster_resize of the default worker (the autoscaler's path).
+    cl = objects.Cluster.get_by_uuid(ctx, cl.uuid)
+    worker = [n for n in objects.NodeGroup.list(ctx, cl.uuid)
+              if n.role != 'master' and n.is_default][0]
+    emit('cluster_resize_async',
+         lambda: api.cluster_resize_async(cl, 1, [], worker))
+    emit('wait_resize_complete', lambda: wait_until(
+        ctx, cl.uuid, lambda c, ngs: (c.status, [
+            n.node_count for n in ngs if n.uuid == worker.uuid])
+        if c.status == 'UPDATE_COMPLETE' and [
+            n.node_count for n in ngs if n.uuid == worker.uuid] == [1]
+        else None))
+
+    # An extra nodegroup, created and deleted.
+    cl = objects.Cluster.get_by_uuid(ctx, cl.uuid)
+    ng = objects.NodeGroup(ctx, uuid=ids(seed, 13), name='np-' + seed,
+                           cluster_id=cl.uuid, project_id=ctx.project_id,
+                           docker_volume_size=5, labels={}, flavor_id='m1',
+                           image_id='img', node_count=2, role='worker',
+                           min_node_count=1, max_node_count=4,
+                           is_default=False)
+    emit('nodegroup_create_async', lambda: api.nodegroup_create_async(cl, ng))
+
+    def ng_created(c, ngs):
+        mine = [(n.name, n.status, n.node_count) for n in ngs
+                if n.uuid == ng.uuid]
+        if c.status == 'UPDATE_COMPLETE' and mine and \
+                mine[0][1] == 'CREATE_COMPLETE':
+            return [c.status, list(mine[0])]
+        return None
+    emit('wait_nodegroup_created', lambda: wait_until(ctx, cl.uuid, ng_created))
+    cl = objects.Cluster.get_by_uuid(ctx, cl.uuid)
+    ng_db = objects.NodeGroup.get_by_uuid(ctx, cl.uuid, ng.uuid)
+    emit('nodegroup_delete_async', lambda: api.nodegroup_delete_async(cl, ng_db))
+    emit('wait_nodegroup_deleted', lambda: wait_until(
+        ctx, cl.uuid, lambda c, ngs: c.status
+        if c.status == 'UPDATE_COMPLETE' and
+        not [n for n in ngs if n.uuid == ng.uuid] else None))
+
+    # cluster_upgrade is a call; its result is the cluster.
+    ct2 = objects.ClusterTemplate(ctx, uuid=ids(seed, 14), name='lt2-' + seed,
+                                  project_id=ctx.project_id,
+                                  user_id=ctx.user_id, coe='kubernetes',
+                                  server_type='vm', cluster_distro='simulated',
+                                  image_id='img2', flavor_id='m1.small',
+                                  master_flavor_id='m1.medium',
+                                  docker_volume_size=5,
+                                  labels={'kube_tag': 'v1.31.1'},
+                                  public=False, tls_disabled=False,
+                                  registry_enabled=False)
+    ct2.create()
+    cl = objects.Cluster.get_by_uuid(ctx, cl.uuid)
+    worker = objects.NodeGroup.get_by_uuid(ctx, cl.uuid, worker.uuid)
+    emit('cluster_upgrade', lambda: api.cluster_upgrade(
+        cl, ct2, 1, worker).status)
+    emit('wait_upgrade_complete', lambda: wait_until(
+        ctx, cl.uuid, lambda c, ngs: c.status
+        if c.status == 'UPDATE_COMPLETE' else None))
+    emit('upgrade_while_in_progress_refused', lambda: refuse_upgrade(
+        api, ctx, cl.uuid, ct2))
+
     emit('federation_create', lambda: api.federation_create(None, 1))
     emit('cluster_delete_missing', lambda: api.cluster_delete(ids(seed, 97)))
     emit('cluster_delete_async', lambda: api.cluster_delete_async(cl.uuid))
     emit('wait_deleted', lambda: wait_status(ctx, cl.uuid, 'GONE'))
     ct.destroy()
+    ct2.destroy()
+
+
+def refuse_upgrade(api, ctx, cluster_uuid, template):
+    """Puts the cluster in UPDATE_IN_PROGRESS through the API's own object
+    path, then asks for an upgrade, which the status gate refuses."""
+    c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
+    c.status = 'UPDATE_IN_PROGRESS'
+    c.save()
+    ng = [n for n in objects.NodeGroup.list(ctx, cluster_uuid)
+          if n.role != 'master'][0]
+    try:
+        return api.cluster_upgrade(c, template, 1, ng).status
+    finally:
+        # The periodic sync completes it again (the driver has nothing to
+        # do), so the delete that follows is allowed.
+        wait_until(ctx, cluster_uuid, lambda c, ngs: c.status
+                   if c.status == 'UPDATE_COMPLETE' else None)
 
 
 def main():
