@@ -28,7 +28,8 @@ type HealthOptions struct {
 	// Interval is [kubernetes]health_polling_interval, honoured (Magnum
 	// always uses 60 s, §K.2); ≤ 0 disables the task.
 	Interval time.Duration
-	// Workers bounds the clusters polled at once (default 200).
+	// Workers bounds the clusters polled at once (default 128, as
+	// [kubernetes]health_poll_workers).
 	Workers int
 	// PollTimeout bounds one cluster's poll, monitor included (default
 	// 30 s; the Kubernetes monitor's own timeouts are shorter).
@@ -58,7 +59,7 @@ type SyncClusterHealth struct {
 // NewSyncClusterHealth returns the sync_cluster_health_status job.
 func NewSyncClusterHealth(o HealthOptions, d HealthDeps) (*SyncClusterHealth, error) {
 	if o.Workers <= 0 {
-		o.Workers = 200
+		o.Workers = 128
 	}
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = 30 * time.Second
