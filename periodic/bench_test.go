@@ -87,6 +87,7 @@ func BenchmarkSyncCycle10kInProgress(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	var cost cycleCost
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
@@ -99,11 +100,13 @@ func BenchmarkSyncCycle10kInProgress(b *testing.B) {
 		notifier.mu.Lock()
 		notifier.events = nil
 		notifier.mu.Unlock()
+		q0, cpu0 := serverQuestions(b, s), cpuTime()
 		b.StartTimer()
 		if err := job.RunOnce(ctx); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		cost.add(cpuTime()-cpu0, serverQuestions(b, s)-q0)
 		if got := len(notifier.all()); got != n {
 			b.Fatalf("%d notifications, want %d", got, n)
 		}
@@ -113,6 +116,7 @@ func BenchmarkSyncCycle10kInProgress(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(n), "clusters/op")
+	cost.report(b)
 }
 
 // BenchmarkSyncCycle10kNothingDone is the steady state: 10,000 clusters in
@@ -131,12 +135,55 @@ func BenchmarkSyncCycle10kNothingDone(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var cost cycleCost
 	for b.Loop() {
+		b.StopTimer()
+		q0, cpu0 := serverQuestions(b, s), cpuTime()
+		b.StartTimer()
 		if err := job.RunOnce(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+		b.StopTimer()
+		cost.add(cpuTime()-cpu0, serverQuestions(b, s)-q0)
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(n), "clusters/op")
+	cost.report(b)
+}
+
+// cycleCost accumulates the conductor's CPU time and the SQL statements the
+// database server received per cycle.
+type cycleCost struct {
+	cycles  int
+	cpu     time.Duration
+	queries int64
+}
+
+func (c *cycleCost) add(cpu time.Duration, queries int64) {
+	c.cycles++
+	c.cpu += cpu
+	c.queries += queries
+}
+
+func (c *cycleCost) report(b *testing.B) {
+	if c.cycles == 0 {
+		return
+	}
+	b.ReportMetric(c.cpu.Seconds()/float64(c.cycles), "cpu-s/cycle")
+	b.ReportMetric(float64(c.queries)/float64(c.cycles), "queries/cycle")
+}
+
+// serverQuestions reads MariaDB's global count of statements received
+// (run the benchmark alone: other clients' statements count too). The
+// SHOW itself is subtracted.
+func serverQuestions(b *testing.B, s *db.Store) int64 {
+	b.Helper()
+	var name string
+	var v int64
+	if err := s.SQLDB().QueryRow("SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &v); err != nil {
+		b.Fatal(err)
+	}
+	return v - 1
 }
 
 // BenchmarkHealthCycle10kWith5PercentBlackHoles runs one health cycle over
