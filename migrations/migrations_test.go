@@ -24,7 +24,9 @@ import (
 	"github.com/openstack/magnum-conductor/migrations"
 )
 
-const refDir = "/work/shared/reference/schema"
+// refDir holds Magnum's own schema dumps (a copy of the shared reference
+// schema/).
+const refDir = "testdata/schema"
 
 var (
 	createRE  = regexp.MustCompile("(?s)CREATE TABLE `(\\w+)` \\(.*?\\n\\) ENGINE=[^;]*;")

@@ -14,7 +14,9 @@ import (
 )
 
 // vectorsDir holds the wire vectors captured from the Python reference.
-const vectorsDir = "/work/shared/reference/wire/vectors"
+// vectorsDir holds the recorded frames (a copy of the shared reference
+// wire/vectors, kept with the transport's tests).
+const vectorsDir = "../oslo/testdata/vectors"
 
 // vectorPrimitives returns every object primitive found in the
 // call_object_* vectors, keyed by "<file>#<n>".

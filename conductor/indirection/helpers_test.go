@@ -16,7 +16,9 @@ import (
 	"github.com/openstack/magnum-conductor/migrations"
 )
 
-const vectorsDir = "/work/shared/reference/wire/vectors"
+// vectorsDir holds the recorded frames (a copy of the shared reference
+// wire/vectors, kept with the transport's tests).
+const vectorsDir = "../../api/oslo/testdata/vectors"
 
 // newHandler returns a Handler on a fresh MariaDB database at head.
 func newHandler(t *testing.T) (*Handler, *db.Store) {
