@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -20,21 +19,7 @@ import (
 
 var bins *harness.Binaries
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "magnum-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins, err = harness.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bins)) }
 
 // TestQuickStart is the README's quick start: start the conductor on the
 // embedded default, create a template and a cluster on the simulated driver,

@@ -236,3 +236,21 @@ func FreePort(t testing.TB) string {
 	_ = ln.Close()
 	return addr
 }
+
+// Main is a TestMain body for packages that run the binaries: it builds
+// them into a temporary directory, stores them in *bins, runs the tests and
+// removes the directory. It returns the exit code for os.Exit.
+func Main(m *testing.M, bins **Binaries) int {
+	dir, err := os.MkdirTemp("", "magnum-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	*bins, err = Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,21 +24,7 @@ import (
 
 var bins *harness.Binaries
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "magnum-lifecycle-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins, err = harness.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bins)) }
 
 type step struct {
 	Step  string          `json:"step"`
