@@ -122,6 +122,7 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 	}
 	log.Info("serving RPC", "topic", cfg.Conductor.Topic, "server", server.Target().Server,
 		"exchange", cfg.Default.ControlExchange, "workers", cfg.Conductor.WorkerCount(),
+		"rpc_pool", osloOpts.ExecutorThreadPoolSize,
 		"drivers", registry.Names())
 
 	periodicDone := make(chan struct{})
@@ -239,7 +240,10 @@ func transportOptions(cfg *config.Config) oslo.Options {
 	o.TransportURL = d.TransportURL
 	o.ControlExchange = d.ControlExchange
 	o.RPCResponseTimeout = d.RPCResponseTimeout
-	o.ExecutorThreadPoolSize = d.ExecutorThreadPoolSize
+	// Python forks [conductor]/workers processes, each with a pool of
+	// executor_thread_pool_size threads; here the workers are goroutines of
+	// one process, so the pool holds both together.
+	o.ExecutorThreadPoolSize = d.ExecutorThreadPoolSize * cfg.Conductor.WorkerCount()
 	o.Host = d.Host
 	r := cfg.Rabbit
 	o.Rabbit = oslo.RabbitOptions{

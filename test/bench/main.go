@@ -295,7 +295,9 @@ func run(ctx context.Context, o options) error {
 		logf("%s: %d cluster_create casts", s.label, o.creates)
 		c0 := procstat.CPU(s.pid())
 		side.Create = creates(ctx, s, seed, o.creates)
-		side.CPUOwn += procstat.CPU(s.pid()) - c0
+		cpu := procstat.CPU(s.pid()) - c0
+		side.Create.CPUSeconds = cpu
+		side.CPUOwn += cpu
 		logf("  %d complete in %.2fs: %.2f clusters/s, %d failed, %d errors %s", side.Create.Completed, side.Create.Seconds,
 			side.Create.PerSec, side.Create.Failed, side.Create.Errors, side.Create.FirstErr)
 	}
@@ -369,7 +371,10 @@ type createResult struct {
 	Errors    int     `json:"errors"`
 	Seconds   float64 `json:"seconds"`
 	PerSec    float64 `json:"per_sec"`
-	FirstErr  string  `json:"first_error,omitempty"`
+	// CPUSeconds is the server's CPU time (whole process tree) during the
+	// create cell.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	FirstErr   string  `json:"first_error,omitempty"`
 }
 
 // creates sends n cluster_create casts (1 master, 1 worker each, as

@@ -136,6 +136,8 @@ func (r *report) table() string {
 	pc, oc := r.Python.Create, r.Ours.Create
 	fmt.Fprintf(tw, "cluster_create → CREATE_COMPLETE (%d casts)\t%.2f clusters/s (%.1f s)\t%.2f clusters/s (%.1f s)\t-\t%s\t-\t\n",
 		r.Creates, pc.PerSec, pc.Seconds, oc.PerSec, oc.Seconds, ratio(oc.PerSec, pc.PerSec))
+	fmt.Fprintf(tw, "server CPU per cluster_create (ms)\t%.1f\t%.1f\t-\t%s\t-\t\n",
+		perCreateMS(pc), perCreateMS(oc), ratio(perCreateMS(oc), perCreateMS(pc)))
 	pi, oi := r.Python.IdleMem, r.Ours.IdleMem
 	fmt.Fprintf(tw, "idle memory (MiB)\tRSS %.1f, PSS %.1f (%d procs)\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
 		mib(pi.RSS), mib(pi.PSS), pi.Procs, mib(oi.RSS), mib(oi.PSS), ratio(float64(oi.RSS), float64(pi.PSS)))
@@ -315,4 +317,12 @@ func humanize(v float64) string {
 func esc(s string) string {
 	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 	return r.Replace(s)
+}
+
+// perCreateMS is the server's CPU time per completed create, in ms.
+func perCreateMS(c createResult) float64 {
+	if c.Completed == 0 {
+		return 0
+	}
+	return c.CPUSeconds * 1000 / float64(c.Completed)
 }
