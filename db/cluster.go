@@ -248,12 +248,7 @@ func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, allowed []s
 	if allowed != nil {
 		w.in(s.q("status"), allowed)
 	}
-	var n int64
-	err := s.retry(ctx, "save cluster", func() error {
-		var err error
-		n, err = updateWhere(s.ctxDB(ctx), row, w, cols)
-		return err
-	})
+	n, err := s.updateRetried(ctx, "save cluster", row, w, cols)
 	if err != nil {
 		return err
 	}
@@ -286,12 +281,7 @@ func (s *Store) DestroyCluster(ctx context.Context, ident string) error {
 	if err := s.identity(w, ident); err != nil {
 		return err
 	}
-	var n int64
-	err := s.retry(ctx, "destroy cluster", func() error {
-		res := w.apply(s.ctxDB(ctx)).Delete(&clusterRow{})
-		n = res.RowsAffected
-		return res.Error
-	})
+	n, err := s.deleteRetried(ctx, "destroy cluster", w, &clusterRow{})
 	if err != nil {
 		return err
 	}

@@ -99,6 +99,30 @@ func updateWhere(tx *gorm.DB, row any, w *where, cols []string) (int64, error) {
 	return res.RowsAffected, res.Error
 }
 
+// updateRetried writes cols of row on the rows matching w, retrying
+// deadlocks as oslo.db does, and returns how many rows matched.
+func (s *Store) updateRetried(ctx context.Context, op string, row any, w *where, cols []string) (int64, error) {
+	var n int64
+	err := s.retry(ctx, op, func() error {
+		var err error
+		n, err = updateWhere(s.ctxDB(ctx), row, w, cols)
+		return err
+	})
+	return n, err
+}
+
+// deleteRetried deletes the rows of model's table matching w, retrying
+// deadlocks, and returns how many rows went.
+func (s *Store) deleteRetried(ctx context.Context, op string, w *where, model any) (int64, error) {
+	var n int64
+	err := s.retry(ctx, op, func() error {
+		res := w.apply(s.ctxDB(ctx)).Delete(model)
+		n = res.RowsAffected
+		return res.Error
+	})
+	return n, err
+}
+
 // lockForUpdate adds SELECT … FOR UPDATE on MySQL (SQLite write
 // transactions already hold the database lock).
 func (s *Store) lockForUpdate(tx *gorm.DB) *gorm.DB {

@@ -171,12 +171,7 @@ func (s *Store) SaveFederation(ctx context.Context, f *objects.Federation) error
 	}
 	w := &where{}
 	w.add(s.q("uuid")+" = ?", *f.UUID)
-	var n int64
-	err := s.retry(ctx, "save federation", func() error {
-		var err error
-		n, err = updateWhere(s.ctxDB(ctx), row, w, cols)
-		return err
-	})
+	n, err := s.updateRetried(ctx, "save federation", row, w, cols)
 	if err != nil {
 		return err
 	}
@@ -194,12 +189,7 @@ func (s *Store) DestroyFederation(ctx context.Context, ident string) error {
 	if err := s.identity(w, ident); err != nil {
 		return err
 	}
-	var n int64
-	err := s.retry(ctx, "destroy federation", func() error {
-		res := w.apply(s.ctxDB(ctx)).Delete(&federationRow{})
-		n = res.RowsAffected
-		return res.Error
-	})
+	n, err := s.deleteRetried(ctx, "destroy federation", w, &federationRow{})
 	if err != nil {
 		return err
 	}

@@ -232,12 +232,7 @@ func (s *Store) DestroyNodeGroup(ctx context.Context, clusterUUID, ident string)
 		return err
 	}
 	w.add(s.q("cluster_id")+" = ?", clusterUUID)
-	var cnt int64
-	err := s.retry(ctx, "destroy nodegroup", func() error {
-		res := w.apply(s.ctxDB(ctx)).Delete(&nodeGroupRow{})
-		cnt = res.RowsAffected
-		return res.Error
-	})
+	cnt, err := s.deleteRetried(ctx, "destroy nodegroup", w, &nodeGroupRow{})
 	if err != nil {
 		return err
 	}

@@ -122,12 +122,7 @@ func (s *Store) SaveX509KeyPair(ctx context.Context, k *objects.X509KeyPair) err
 	}
 	w := &where{}
 	w.add(s.q("uuid")+" = ?", *k.UUID)
-	var n int64
-	err := s.retry(ctx, "save x509keypair", func() error {
-		var err error
-		n, err = updateWhere(s.ctxDB(ctx), row, w, cols)
-		return err
-	})
+	n, err := s.updateRetried(ctx, "save x509keypair", row, w, cols)
 	if err != nil {
 		return err
 	}
@@ -146,12 +141,7 @@ func (s *Store) DestroyX509KeyPair(ctx context.Context, ident string) error {
 	if err := s.identity(w, ident); err != nil {
 		return err
 	}
-	var n int64
-	err := s.retry(ctx, "destroy x509keypair", func() error {
-		res := w.apply(s.ctxDB(ctx)).Delete(&x509KeyPairRow{})
-		n = res.RowsAffected
-		return res.Error
-	})
+	n, err := s.deleteRetried(ctx, "destroy x509keypair", w, &x509KeyPairRow{})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,31 @@ func listOpts(b bound) (db.ListOpts, error) {
 	return db.ListOpts{Limit: limit, Marker: b.str("marker"), SortKey: b.str("sort_key"), SortDir: b.str("sort_dir")}, nil
 }
 
+// filteredList runs a list remotable: limit, marker, sort_key, sort_dir
+// and filters from the bound arguments, the filters converted by conv.
+func filteredList[F any, T objects.Object](ctx context.Context, b bound, conv func(map[string]any) F,
+	list func(context.Context, db.ListOpts, F) ([]T, error)) (any, error) {
+	opts, err := listOpts(b)
+	if err != nil {
+		return nil, err
+	}
+	f, err := b.dict("filters")
+	if err != nil {
+		return nil, err
+	}
+	return asObjects(list(ctx, opts, conv(f)))
+}
+
+// filteredCount runs a get_count_all remotable with its filters argument.
+func filteredCount[F any](ctx context.Context, b bound, conv func(map[string]any) F,
+	count func(context.Context, F) (int64, error)) (any, error) {
+	f, err := b.dict("filters")
+	if err != nil {
+		return nil, err
+	}
+	return count(ctx, conv(f))
+}
+
 // asObjects returns a typed list as []objects.Object.
 func asObjects[T objects.Object](list []T, err error) (any, error) {
 	if err != nil {
@@ -118,22 +143,10 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 				return one(s.GetClusterByName(ctx, b.str("name")))
 			}},
 			"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				f, err := b.dict("filters")
-				if err != nil {
-					return nil, err
-				}
-				return s.CountClusters(ctx, clusterFilters(f))
+				return filteredCount(ctx, b, clusterFilters, s.CountClusters)
 			}},
 			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				opts, err := listOpts(b)
-				if err != nil {
-					return nil, err
-				}
-				f, err := b.dict("filters")
-				if err != nil {
-					return nil, err
-				}
-				return asObjects(s.ListClusters(ctx, opts, clusterFilters(f)))
+				return filteredList(ctx, b, clusterFilters, s.ListClusters)
 			}},
 			// get_stats is broken in Magnum (it passes project_id as the
 			// context); here it returns (clusters, nodes) as
@@ -232,15 +245,7 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 				return one(s.GetX509KeyPairByUUID(ctx, b.str("uuid")))
 			}},
 			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				opts, err := listOpts(b)
-				if err != nil {
-					return nil, err
-				}
-				f, err := b.dict("filters")
-				if err != nil {
-					return nil, err
-				}
-				return asObjects(s.ListX509KeyPairs(ctx, opts, x509Filters(f)))
+				return filteredList(ctx, b, x509Filters, s.ListX509KeyPairs)
 			}},
 		},
 		objects.NameMagnumService: {
@@ -265,15 +270,7 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 				return byID(b["quota_id"], func(id int64) (*objects.Quota, error) { return s.GetQuotaByID(ctx, id) }, quotaNF)
 			}},
 			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				opts, err := listOpts(b)
-				if err != nil {
-					return nil, err
-				}
-				f, err := b.dict("filters")
-				if err != nil {
-					return nil, err
-				}
-				return asObjects(s.ListQuotas(ctx, opts, quotaFilters(f)))
+				return filteredList(ctx, b, quotaFilters, s.ListQuotas)
 			}},
 			// quota_get_all_by_project_id calls a dbapi method that does not
 			// exist in Magnum; here it lists the project's quotas.
@@ -323,22 +320,10 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 				return one(s.GetFederationByName(ctx, b.str("name")))
 			}},
 			"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				f, err := b.dict("filters")
-				if err != nil {
-					return nil, err
-				}
-				return s.CountFederations(ctx, federationFilters(f))
+				return filteredCount(ctx, b, federationFilters, s.CountFederations)
 			}},
 			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				opts, err := listOpts(b)
-				if err != nil {
-					return nil, err
-				}
-				f, err := b.dict("filters")
-				if err != nil {
-					return nil, err
-				}
-				return asObjects(s.ListFederations(ctx, opts, federationFilters(f)))
+				return filteredList(ctx, b, federationFilters, s.ListFederations)
 			}},
 		},
 	}
