@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
@@ -86,9 +86,6 @@ func stripManagedFields(obj any) (any, error) {
 
 // stateCache is the set of shared informers the driver reads from.
 type stateCache struct {
-	factory  dynamicinformer.DynamicSharedInformerFactory
-	infraFac dynamicinformer.DynamicSharedInformerFactory
-
 	clusters, deployments, machines, controlPlanes, infraClusters, infraMachines toolscache.SharedIndexInformer
 }
 
@@ -96,19 +93,18 @@ type stateCache struct {
 // cluster label (propagated through the topology metadata), CAPO objects by
 // the CAPI cluster-name label.
 func newStateCache(client dynamic.Interface, resync time.Duration) (*stateCache, error) {
-	own := func(o *metav1.ListOptions) { o.LabelSelector = LabelClusterUUID }
-	capiOwned := func(o *metav1.ListOptions) { o.LabelSelector = clusterv1.ClusterNameLabel }
+	inf := func(gvr schema.GroupVersionResource, selector string) toolscache.SharedIndexInformer {
+		return newInformer(client, gvr, selector, resync)
+	}
 	c := &stateCache{
-		factory:  dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll, own),
-		infraFac: dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll, capiOwned),
+		clusters:      inf(gvrCluster, LabelClusterUUID),
+		deployments:   inf(gvrMD, LabelClusterUUID),
+		machines:      inf(gvrMachine, LabelClusterUUID),
+		controlPlanes: inf(gvrKCP, LabelClusterUUID),
+		infraClusters: inf(gvrOSC, clusterv1.ClusterNameLabel),
+		infraMachines: inf(gvrOSM, clusterv1.ClusterNameLabel),
 	}
 	idx := toolscache.Indexers{byClusterIndex: indexByClusterLabel}
-	c.clusters = c.factory.ForResource(gvrCluster).Informer()
-	c.deployments = c.factory.ForResource(gvrMD).Informer()
-	c.machines = c.factory.ForResource(gvrMachine).Informer()
-	c.controlPlanes = c.factory.ForResource(gvrKCP).Informer()
-	c.infraClusters = c.infraFac.ForResource(gvrOSC).Informer()
-	c.infraMachines = c.infraFac.ForResource(gvrOSM).Informer()
 	steps := []struct {
 		inf toolscache.SharedIndexInformer
 		tf  toolscache.TransformFunc
@@ -161,13 +157,41 @@ func (c *controlPlane) DeepCopyObject() runtime.Object {
 	return &out
 }
 
+// newInformer watches gvr in every namespace, limited to the objects that
+// carry the selector's label. It is built on tools/cache directly: the
+// dynamicinformer package imports client-go/informers, and with it every
+// Kubernetes API group.
+func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, selector string, resync time.Duration) toolscache.SharedIndexInformer {
+	res := client.Resource(gvr).Namespace(metav1.NamespaceAll)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return res.Watch(ctx, o)
+		},
+	}
+	return toolscache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{
+		ResyncPeriod:      resync,
+		Indexers:          toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+		ObjectDescription: gvr.String(),
+	})
+}
+
+func (c *stateCache) all() []toolscache.SharedIndexInformer {
+	return []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines}
+}
+
 func (c *stateCache) start(ctx context.Context) {
-	c.factory.Start(ctx.Done())
-	c.infraFac.Start(ctx.Done())
+	for _, inf := range c.all() {
+		go inf.RunWithContext(ctx)
+	}
 }
 
 func (c *stateCache) waitForSync(ctx context.Context) error {
-	for _, inf := range []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines} {
+	for _, inf := range c.all() {
 		if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 			return fmt.Errorf("capi: informer caches did not sync: %w", context.Cause(ctx))
 		}

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -90,11 +89,7 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return New(opts, Deps{Dynamic: dyn, Core: NewCore(cs), Certs: certs, Credentials: creds, Store: store}, log)
+	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
