@@ -8,9 +8,16 @@ package drivers
 
 import (
 	"context"
+	"errors"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 )
+
+// ErrNotReady is wrapped by the errors of a driver whose backend has not
+// answered yet (the Cluster API driver before its management cluster is
+// reachable). The driver logs its own retries; callers that poll, such as
+// sync_cluster_status, need not log each refused cluster.
+var ErrNotReady = errors.New("driver not ready")
 
 // Key is what a driver provides: (server_type, os, coe), as in
 // Driver.provides.

@@ -151,6 +151,10 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 		defer cancel()
 		if stage, err := j.syncOne(cctx, c, &templates); err != nil {
 			j.d.Metrics.failure(j.Name(), stage)
+			if errors.Is(err, drivers.ErrNotReady) { // the driver logs its own retries
+				j.d.Log.Debug("cluster status sync waits for its driver", "cluster_uuid", uuid, "error", err)
+				return
+			}
 			j.d.Log.Warn("cluster status sync failed; retried next cycle", "cluster_uuid", uuid,
 				"stage", stage, "error", err)
 		}

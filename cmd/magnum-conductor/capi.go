@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openstack/magnum-conductor/certmanager"
@@ -80,18 +80,16 @@ func keystoneOptions(cfg *config.Config) keystone.Options {
 //
 // Configuration errors (bad options, unreadable kubeconfig or CA file) stop
 // the conductor: they need an operator. A management cluster that does not
-// answer, or does not serve cluster.x-k8s.io/v1beta2, within
-// [capi_driver]/start_timeout does NOT stop it: the driver is left out of the
-// registry with an error log line, and the conductor serves its other
-// drivers. Registering the driver unstarted would not be safe: its status
-// sync reads the informer cache, and an empty cache reads as "every CAPI
-// Cluster is gone", which would complete deletions (and clean up credentials
-// and Secrets) and time out creations that are in fact running. Without the
-// driver, requests for its templates fail with ClusterTypeNotSupported and
-// sync_cluster_status leaves those clusters' status unchanged; restart the
-// conductor once the management cluster is reachable.
+// answer, or does not serve cluster.x-k8s.io/v1beta2, does NOT stop it: the
+// driver is registered, logs an error, and keeps retrying in the background
+// (every attempt bounded by [capi_driver]/start_timeout, pauses doubling from
+// 5 s to 5 min) until the management cluster answers and its informer caches
+// are filled. Until then every operation of the driver fails with an error
+// wrapping drivers.ErrNotReady: a create ends in CREATE_FAILED with that
+// reason, and sync_cluster_status leaves its clusters' status unchanged (an
+// empty cache must never read as "every CAPI Cluster is gone").
 //
-// On success the informers live as long as ctx, the process's root context.
+// The informers live as long as ctx, the process's root context.
 func newCAPIDriver(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (drivers.Driver, error) {
 	return buildCAPIDriver(ctx, cfg, os.Getenv, certs, store, log)
 }
@@ -134,46 +132,46 @@ func buildCAPIDriver(ctx context.Context, cfg *config.Config, getenv func(string
 	if err != nil {
 		return nil, fmt.Errorf("[capi_driver]: %w", err)
 	}
-	if err := startCAPIDriver(ctx, d, c.StartTimeout); err != nil {
-		log.Error("Cluster API driver NOT registered: the management cluster is not usable; "+
-			"clusters of its templates stay unchanged until the conductor is restarted with the management cluster reachable",
-			"management_cluster", restCfg.Host, "timeout", c.StartTimeout.String(), "error", err)
-		return nil, nil
-	}
-	log.Info("Cluster API driver started", "management_cluster", restCfg.Host, "driver", d.Name())
+	startCAPIDriver(ctx, d, c.StartTimeout, capiRetryMin, capiRetryMax, log.With("management_cluster", restCfg.Host))
 	return d, nil
 }
 
-// starter is the part of *capi.Driver startCAPIDriver uses.
-type starter interface {
-	Start(ctx context.Context) error
+// Retry pauses of the driver's start after a failed attempt.
+const (
+	capiRetryMin = 5 * time.Second
+	capiRetryMax = 5 * time.Minute
+)
+
+// runner is the part of *capi.Driver startCAPIDriver uses.
+type runner interface {
+	Run(ctx context.Context, attemptTimeout, retryMin, retryMax time.Duration, onFail func(attempt int, err error, retryIn time.Duration)) error
 }
 
-// startCAPIDriver runs d.Start with ctx (the informers stop with it) but
-// gives up after timeout; then the informers are stopped too.
-func startCAPIDriver(ctx context.Context, d starter, timeout time.Duration) error {
+// startCAPIDriver starts d in the background and waits for its first
+// attempt (at most timeout), so that a reachable management cluster is
+// ready before the conductor serves RPC and an unreachable one delays the
+// start by one attempt only.
+func startCAPIDriver(ctx context.Context, d runner, timeout, retryMin, retryMax time.Duration, log *slog.Logger) {
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	driverCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Start(driverCtx) }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			cancel()
-			return err
+	first := make(chan struct{})
+	var once sync.Once
+	firstDone := func() { once.Do(func() { close(first) }) }
+	go func() {
+		err := d.Run(ctx, timeout, retryMin, retryMax, func(attempt int, err error, retryIn time.Duration) {
+			log.Error("Cluster API management cluster not usable; the driver is registered but refuses every "+
+				"operation (its clusters' status stays unchanged) until it answers; retrying",
+				"attempt", attempt, "retry_in", retryIn.String(), "attempt_timeout", timeout.String(), "error", err)
+			firstDone()
+		})
+		if err == nil {
+			log.Info("Cluster API driver started")
 		}
-		// driverCtx lives as long as ctx: cancel is ctx's own cancellation.
-		context.AfterFunc(ctx, cancel)
-		return nil
-	case <-timer.C:
-		cancel()
-		return fmt.Errorf("no answer within %s", timeout)
+		firstDone()
+	}()
+	select {
+	case <-first:
 	case <-ctx.Done():
-		cancel()
-		return errors.Join(errors.New("stopped while starting"), ctx.Err())
 	}
 }

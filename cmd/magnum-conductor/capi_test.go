@@ -11,12 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/capi"
 )
 
 func loadTestConfig(t *testing.T, ini string) *config.Config {
@@ -84,24 +88,88 @@ func TestCAPIDriverNotConfiguredIsNil(t *testing.T) {
 	}
 }
 
-func TestCAPIDriverUnreachableManagementClusterIsSkipped(t *testing.T) {
+func TestCAPIDriverUnreachableManagementClusterIsRegisteredButRefuses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 5\n")
-	var logs bytes.Buffer
+	logs := &syncBuffer{}
 	start := time.Now()
-	d, err := buildCAPIDriver(context.Background(), cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil || d != nil {
-		t.Fatalf("got %v, %v; want the driver skipped without an error", d, err)
+	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil || d == nil {
+		t.Fatalf("got %v, %v; want the driver registered without an error", d, err)
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("start not bounded: %v", time.Since(start))
 	}
+	if d.(*capi.Driver).Ready() {
+		t.Fatal("ready without a management cluster")
+	}
+	// Every operation refuses with drivers.ErrNotReady instead of acting on
+	// an empty cache (which would read as "every CAPI Cluster is gone").
+	c := &objects.Cluster{UUID: objects.Str("5d12f6fd-a196-4bf0-ae4c-1f639a523a52"), Status: objects.CreateInProgress}
+	if err := d.UpdateClusterStatus(ctx, c, nil); !errors.Is(err, drivers.ErrNotReady) || c.Status != objects.CreateInProgress {
+		t.Fatalf("UpdateClusterStatus = %v, status %s", err, c.Status)
+	}
+	if err := d.CreateCluster(ctx, c, 60); !errors.Is(err, drivers.ErrNotReady) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("CreateCluster = %v", err)
+	}
 	out := logs.String()
-	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "NOT registered") || !strings.Contains(out, "127.0.0.1:1") {
+	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "retrying") || !strings.Contains(out, "127.0.0.1:1") {
 		t.Fatalf("no clear error line:\n%s", out)
 	}
 	if strings.Contains(out, "kube-token-5ecret") {
 		t.Fatal("kubeconfig token logged")
 	}
+}
+
+func TestCAPIDriverStartsOnceTheManagementClusterAnswers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var up atomic.Bool
+	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 5\n")
+	logs := &syncBuffer{}
+	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil || d == nil {
+		t.Fatalf("got %v, %v", d, err)
+	}
+	drv := d.(*capi.Driver)
+	if drv.Ready() || !strings.Contains(logs.String(), "retrying") {
+		t.Fatalf("ready %v while the management cluster answers 503; logs:\n%s", drv.Ready(), logs.String())
+	}
+	up.Store(true)
+	deadline := time.Now().Add(30 * time.Second) // the first pause is 5 s
+	for !drv.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not started after the management cluster came up; logs:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "Cluster API driver started") {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+	c := &objects.Cluster{UUID: objects.Str("5d12f6fd-a196-4bf0-ae4c-1f639a523a52"), Status: objects.CreateInProgress}
+	if err := d.UpdateClusterStatus(ctx, c, nil); errors.Is(err, drivers.ErrNotReady) {
+		t.Fatalf("still refused after start: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the driver's background start can log into
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestCAPIDriverConfigurationErrorsStopTheConductor(t *testing.T) {
@@ -172,33 +240,17 @@ project_name = service
 	}
 }
 
-type blockingStarter struct{ stopped chan struct{} }
-
-func (b blockingStarter) Start(ctx context.Context) error {
-	<-ctx.Done()
-	close(b.stopped)
-	return ctx.Err()
-}
-
-func TestStartCAPIDriverGivesUpAndStopsTheInformers(t *testing.T) {
-	b := blockingStarter{stopped: make(chan struct{})}
-	err := startCAPIDriver(context.Background(), b, 100*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "no answer within") {
-		t.Fatalf("got %v", err)
-	}
-	select {
-	case <-b.stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the start context was not cancelled")
-	}
-}
-
 // fakeManagementCluster answers every list with an empty list and holds
 // watches open: enough for the driver's start (v1beta2 check, cache sync).
-func fakeManagementCluster(t *testing.T) string {
+// While up is false it answers 503 to everything.
+func fakeManagementCluster(t *testing.T, up *atomic.Bool) string {
 	t.Helper()
 	stop := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "management cluster starting", http.StatusServiceUnavailable)
+			return
+		}
 		if r.URL.Query().Get("watch") == "true" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
@@ -231,7 +283,9 @@ func fakeManagementCluster(t *testing.T) string {
 func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t)+"\nstart_timeout = 20\n")
+	var up atomic.Bool
+	up.Store(true)
+	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 20\n")
 	var logs bytes.Buffer
 	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || d == nil {

@@ -15,6 +15,9 @@ import (
 // then revoke and delete the old one. Any failure before the switch-over
 // is complete rolls back to the old Secret.
 func (d *Driver) RotateCredential(ctx context.Context, c *objects.Cluster) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	r, ok := refOf(c)
 	if !ok {
 		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))

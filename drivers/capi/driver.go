@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,9 +45,12 @@ type Driver struct {
 	cache *stateCache
 	now   func() time.Time
 
-	startOnce sync.Once
-	startErr  error
+	startMu          sync.Mutex
+	informersStarted bool
+	ready            atomic.Bool
+	notReady         atomic.Pointer[string] // why the last start attempt failed
 }
+
 
 var (
 	_ drivers.Driver                = (*Driver)(nil)
@@ -115,18 +119,83 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 	return &Driver{opts: opts, deps: deps, log: log.With("driver", DriverName), cache: c, now: now}, nil
 }
 
-// Start checks that the management cluster serves cluster.x-k8s.io/v1beta2,
-// starts the informers (they stop with ctx) and waits for them to sync.
-func (d *Driver) Start(ctx context.Context) error {
-	d.startOnce.Do(func() {
-		if _, err := d.deps.Dynamic.Resource(gvrCluster).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			d.startErr = fmt.Errorf("capi: the management cluster does not serve %s: %w", gvrCluster.GroupVersion(), err)
-			return
+// Start makes one start attempt bounded by ctx: it checks that the
+// management cluster serves cluster.x-k8s.io/v1beta2, starts the informers
+// (they then live as long as ctx) and waits for them to sync.
+func (d *Driver) Start(ctx context.Context) error { return d.start(ctx, ctx) }
+
+// Run starts the driver and keeps trying until it has started or ctx ends:
+// each attempt is bounded by attemptTimeout, and a failed one is retried
+// after a pause that doubles from retryMin up to retryMax. The informers,
+// once started, live as long as ctx and retry their own lists and watches.
+// onFail, when not nil, hears about every failed attempt. Run returns nil
+// once the driver is ready, or ctx's error.
+func (d *Driver) Run(ctx context.Context, attemptTimeout, retryMin, retryMax time.Duration, onFail func(attempt int, err error, retryIn time.Duration)) error {
+	pause := retryMin
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := d.start(ctx, actx)
+		cancel()
+		if err == nil {
+			return nil
 		}
-		d.cache.start(ctx)
-		d.startErr = d.cache.waitForSync(ctx)
-	})
-	return d.startErr
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if onFail != nil {
+			onFail(attempt, err, pause)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, retryMax)
+	}
+}
+
+// start is one attempt: run bounds the informers' life, attempt this try.
+func (d *Driver) start(run, attempt context.Context) error {
+	d.startMu.Lock()
+	defer d.startMu.Unlock()
+	if d.ready.Load() {
+		return nil
+	}
+	fail := func(err error) error {
+		msg := err.Error()
+		d.notReady.Store(&msg)
+		return err
+	}
+	if _, err := d.deps.Dynamic.Resource(gvrCluster).List(attempt, metav1.ListOptions{Limit: 1}); err != nil {
+		return fail(fmt.Errorf("capi: the management cluster does not serve %s: %w", gvrCluster.GroupVersion(), err))
+	}
+	if !d.informersStarted {
+		d.cache.start(run)
+		d.informersStarted = true
+	}
+	if err := d.cache.waitForSync(attempt); err != nil {
+		return fail(err)
+	}
+	d.ready.Store(true)
+	d.notReady.Store(nil)
+	return nil
+}
+
+// Ready reports whether the driver has started.
+func (d *Driver) Ready() bool { return d.ready.Load() }
+
+// usable is the guard at the top of every operation that needs the
+// management cluster: until the driver has started it returns an error
+// wrapping drivers.ErrNotReady, with the last start failure.
+func (d *Driver) usable() error {
+	if d.ready.Load() {
+		return nil
+	}
+	why := "starting"
+	if w := d.notReady.Load(); w != nil {
+		why = *w
+	}
+	return fmt.Errorf("capi: the Cluster API management cluster is not usable yet (%s): %w", why, drivers.ErrNotReady)
 }
 
 // Name implements drivers.Driver.
@@ -337,6 +406,9 @@ func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
 // credentials, CA Secrets, then the topology Cluster. stack_id is set to
 // <namespace>/<name> first.
 func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTimeout int) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	t, err := d.template(ctx, c)
 	if err != nil {
 		return err
@@ -447,6 +519,9 @@ func (d *Driver) credentialSecret(c *objects.Cluster, r ref, name string, cred C
 // (Magnum's update_cluster only carries node_count changes, which resize
 // covers).
 func (d *Driver) UpdateCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ bool) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	return d.reapply(ctx, c, nil, applyOptions{})
 }
 
@@ -479,6 +554,9 @@ func (d *Driver) reapply(ctx context.Context, c *objects.Cluster, ngs []*objects
 // UpdateClusterStatus waits for it to go, then removes the labelled Secrets
 // and the credential.
 func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	r, ok := refOf(c)
 	if !ok {
 		d.log.Info("cluster has no CAPI cluster to delete", d.logAttrs(ctx, c)...)
@@ -519,6 +597,9 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 // (capi-driver.md §5.2). It makes no API request except the one-time
 // clean-up once a deleted Cluster is gone.
 func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	now := d.now()
 	r, ok := refOf(c)
 	var obs observation
@@ -671,6 +752,9 @@ func (d *Driver) ValidateMasterResize(nodeCount int) error {
 // annotation, then the replicas are lowered in the same call, so CAPI
 // removes exactly those machines.
 func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, nodeCount int, nodesToRemove []string, ng *objects.NodeGroup) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	if ng == nil {
 		return invalid("A nodegroup is required to resize.")
 	}
@@ -772,6 +856,9 @@ func (d *Driver) setAutoscaledReplicas(ctx context.Context, r ref, ng *objects.N
 // CreateNodeGroup implements drivers.Driver: a new MachineDeployment in the
 // topology.
 func (d *Driver) CreateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	if ng.Role == objects.RoleMaster {
 		return exception.New("CreateMasterNodeGroup", nil)
 	}
@@ -784,6 +871,9 @@ func (d *Driver) CreateNodeGroup(ctx context.Context, c *objects.Cluster, ng *ob
 
 // UpdateNodeGroup implements drivers.Driver.
 func (d *Driver) UpdateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	ngs, err := d.nodeGroups(ctx, c, ng)
 	if err != nil {
 		return err
@@ -795,6 +885,9 @@ func (d *Driver) UpdateNodeGroup(ctx context.Context, c *objects.Cluster, ng *ob
 // the topology; the status sync reports DELETE_COMPLETE once its Machines
 // are gone.
 func (d *Driver) DeleteNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	if ng.Role == objects.RoleMaster {
 		return exception.New("DeletingDefaultNGNotSupported", nil)
 	}

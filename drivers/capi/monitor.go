@@ -16,6 +16,9 @@ import (
 // cluster sees it, read from the informer cache (no API requests, no
 // connection to the workload cluster).
 func (d *Driver) Monitor(_ context.Context, c *objects.Cluster) (drivers.Monitor, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
 	r, ok := refOf(c)
 	if !ok {
 		return nil, nil

@@ -40,6 +40,9 @@ func checkUpgrade(from, to string) error {
 // and restored when the write fails (and by the status sync when CAPI
 // rejects the change).
 func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup, _ drivers.ScaleManager, _ bool) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	if t == nil {
 		return notSupported("Upgrading needs a cluster template.")
 	}
