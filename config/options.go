@@ -48,6 +48,7 @@ type Config struct {
 // path options.
 type DefaultOpts struct {
 	TransportURL           string        `ini:"transport_url" type:"url" default:"rabbit://" secret:"true" help:"The network address and optional user credentials for connecting to the messaging backend, in URL format. The expected format is: driver://[user:pass@]host:port[,[userN:passN@]hostN:portN]/virtual_host?query Example: rabbit://rabbitmq:password@127.0.0.1:5672// For full details on the fields in the URL see the documentation of oslo_messaging.TransportURL at https://docs.openstack.org/oslo.messaging/latest/reference/transport.html"`
+	Debug                  bool          `ini:"debug" default:"false" help:"If set to true, the logging level will be set to DEBUG instead of the default INFO level."`
 	ControlExchange        string        `ini:"control_exchange" default:"magnum" help:"The default exchange under which topics are scoped. May be overridden by an exchange name specified in the transport_url option. (Magnum sets the default to magnum.)"`
 	RPCResponseTimeout     time.Duration `ini:"rpc_response_timeout" unit:"s" default:"60" help:"Seconds to wait for a response from a call."`
 	ExecutorThreadPoolSize int           `ini:"executor_thread_pool_size" default:"64" deprecated:"DEFAULT.rpc_thread_pool_size" help:"Size of executor thread pool when executor is threading or eventlet."`

@@ -36,7 +36,7 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 	if err != nil {
 		return &startError{err}
 	}
-	log, err := newLogger(logFormat, logOut)
+	log, err := newLogger(logFormat, logOut, cfg.Default.Debug)
 	if err != nil {
 		return &startError{err}
 	}
@@ -153,8 +153,13 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 	return nil
 }
 
-func newLogger(format string, out io.Writer) (*slog.Logger, error) {
+// newLogger writes format lines to out at INFO, or DEBUG with
+// [DEFAULT]/debug (oslo.log's option).
+func newLogger(format string, out io.Writer, debug bool) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if debug {
+		opts.Level = slog.LevelDebug
+	}
 	switch format {
 	case "text", "":
 		return slog.New(slog.NewTextHandler(out, opts)), nil

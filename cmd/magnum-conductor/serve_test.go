@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/openstack/magnum-conductor/config"
@@ -14,5 +16,31 @@ func TestWorkersScaleTheRPCPool(t *testing.T) {
 	}
 	if got := transportOptions(cfg).ExecutorThreadPoolSize; got != 30 {
 		t.Fatalf("RPC pool = %d, want workers x executor_thread_pool_size = 30", got)
+	}
+}
+
+func TestDebugOptionSetsTheLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		ini   string
+		debug bool
+	}{{"[DEFAULT]\n", false}, {"[DEFAULT]\ndebug = true\n", true}} {
+		cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte(tc.ini +
+			"transport_url = rabbit://guest:pa55word@127.0.0.1:5672/\n")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		log, err := newLogger("text", &out, cfg.Default.Debug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Debug("configuration", "config", cfg)
+		got := strings.Contains(out.String(), "level=DEBUG msg=configuration")
+		if got != tc.debug {
+			t.Errorf("%q: debug line written = %v, want %v:\n%s", tc.ini, got, tc.debug, out.String())
+		}
+		if strings.Contains(out.String(), "pa55word") {
+			t.Errorf("the transport_url password was logged:\n%s", out.String())
+		}
 	}
 }
