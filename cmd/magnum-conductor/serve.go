@@ -191,10 +191,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 	opts.SkipSchemaCheck = embedded
 	store, err := db.Open(ctx, opts, log.With("component", "db"))
 	if err != nil {
-		if errors.Is(err, db.ErrSchemaVersion) {
-			return nil, fmt.Errorf("%w: run `magnum-db-manage --config-file <file> upgrade` first", err)
-		}
-		return nil, err
+		return nil, err // a schema behind head says to run magnum-db-manage upgrade
 	}
 	if embedded {
 		m, err := migrations.New(store.SQLDB(), store.Dialect(), cfg.Database.MySQLEngine, log.With("component", "migrations"))
