@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,10 @@ import (
 // have no deadline of their own). Drivers start long operations and return;
 // completion is observed by sync_cluster_status.
 const driverCallTimeout = 5 * time.Minute
+
+// startupSettle is how long after it serves RPC the conductor returns its
+// start-up garbage to the OS.
+const startupSettle = 15 * time.Second
 
 // serve loads the configuration, starts every part of the conductor and
 // blocks until ctx is cancelled (SIGTERM), then stops them in order.
@@ -132,6 +137,12 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 	}()
 
 	metricsSrv := startMetrics(cfg.Conductor.MetricsListen, reg, store, log)
+	// Start-up (configuration, schema check, package initialisers, the key
+	// pool's first RSA keys, the first periodic runs) leaves garbage that the
+	// runtime would return to the OS only gradually; once it has settled, an
+	// idle conductor should not hold it.
+	freeStartup := time.AfterFunc(startupSettle, debug.FreeOSMemory)
+	defer freeStartup.Stop()
 
 	<-ctx.Done()
 	log.Info("stopping magnum-conductor", "grace_period", cfg.Conductor.ShutdownGracePeriod.String())
