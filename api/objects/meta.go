@@ -12,6 +12,7 @@ package objects
 import (
 	"reflect"
 	"slices"
+	"time"
 )
 
 // Meta is embedded in every object. It records which fields are set and
@@ -98,7 +99,69 @@ func changed(o Object, f *fieldInfo) bool {
 	if !had {
 		return !isZero(v)
 	}
-	return !reflect.DeepEqual(prev, primitiveOf(f, v))
+	return !samePrimitive(prev, f, v)
+}
+
+// samePrimitive reports whether primitiveOf(f, v) would equal prev (a
+// snapshot taken by ResetChanges), without building that primitive: every
+// object of a list reply is checked for changes, so this must not copy.
+func samePrimitive(prev any, f *fieldInfo, v reflect.Value) bool {
+	if f.ptr {
+		if v.IsNil() {
+			return prev == nil
+		}
+		v = v.Elem()
+	}
+	switch f.kind {
+	case kString, kInt, kEnum:
+		switch v.Kind() {
+		case reflect.String:
+			if f.kind == kEnum && v.Len() == 0 {
+				return prev == nil
+			}
+			p, ok := prev.(string)
+			return ok && p == v.String()
+		case reflect.Int64:
+			p, ok := prev.(int64)
+			return ok && p == v.Int()
+		}
+	case kBool:
+		p, ok := prev.(bool)
+		return ok && p == v.Bool()
+	case kTime:
+		p, ok := prev.(string)
+		var buf [32]byte
+		return ok && string(v.Interface().(time.Time).UTC().AppendFormat(buf[:0], isoTimeLayout)) == p
+	case kDictOfStrings:
+		if v.IsNil() {
+			return prev == nil
+		}
+		p, ok := prev.(map[string]string)
+		if !ok || p == nil || len(p) != v.Len() {
+			return false
+		}
+		for k, s := range v.Interface().(map[string]string) {
+			if ps, ok := p[k]; !ok || ps != s {
+				return false
+			}
+		}
+		return true
+	case kListOfStrings:
+		if v.IsNil() {
+			return prev == nil
+		}
+		p, ok := prev.([]string)
+		if !ok || p == nil || len(p) != v.Len() {
+			return false
+		}
+		for i := range p {
+			if p[i] != v.Index(i).String() {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(prev, primitiveOf(f, v))
 }
 
 // Changes returns the wire names of the fields of o that changed since it

@@ -2,6 +2,7 @@ package objects
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 )
@@ -164,6 +165,7 @@ type classInfo struct {
 	fields  []fieldInfo
 	byName  map[string]int
 	enumSet map[string]map[string]bool
+	sorted  []int // indexes into fields, by wire name (the JSON key order)
 }
 
 func (c *classInfo) field(name string) (*fieldInfo, bool) {
@@ -219,6 +221,11 @@ func buildRegistry() map[string]*classInfo {
 			ci.byName[strings.SplitN(tag, ",", 2)[0]] = len(ci.fields)
 			ci.fields = append(ci.fields, parseField(i, sf, tag))
 		}
+		ci.sorted = make([]int, len(ci.fields))
+		for i := range ci.sorted {
+			ci.sorted[i] = i
+		}
+		sort.Slice(ci.sorted, func(a, b int) bool { return ci.fields[ci.sorted[a]].name < ci.fields[ci.sorted[b]].name })
 		out[name] = ci
 	}
 	return out

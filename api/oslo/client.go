@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -145,7 +146,7 @@ func encodeRequest(ctx context.Context, t Target, method string, args any, msgID
 	if args == nil {
 		args = map[string]any{}
 	}
-	raw, err := marshalNoEscape(args)
+	raw, err := pyjson.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("encoding args of %s: %w", method, err)
 	}

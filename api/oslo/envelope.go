@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 )
@@ -171,78 +170,11 @@ func isNull(raw json.RawMessage) bool {
 	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
 
-// marshalNoEscape marshals v as Python's json.dumps with default
-// arguments lays it out: ", " and ": " separators, non-ASCII escaped as
-// \uXXXX, HTML characters not escaped.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return pyLayout(bytes.TrimRight(buf.Bytes(), "\n")), nil
-}
-
-// pyLayout rewrites compact JSON with Python's default separators and
-// ensure_ascii escaping.
-func pyLayout(compact []byte) []byte {
-	out := make([]byte, 0, len(compact)+len(compact)/8)
-	inStr, esc := false, false
-	for i := 0; i < len(compact); {
-		c := compact[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			case c == 0x7f:
-				out = append(out, `\u007f`...)
-				i++
-				continue
-			case c >= 0x80:
-				r, size := utf8.DecodeRune(compact[i:])
-				if r == utf8.RuneError && size <= 1 {
-					out = append(out, `\ufffd`...)
-					i++
-					continue
-				}
-				if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
-					out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
-				} else {
-					out = fmt.Appendf(out, `\u%04x`, r)
-				}
-				i += size
-				continue
-			}
-			out = append(out, c)
-			i++
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-			out = append(out, c)
-		case ',':
-			out = append(out, ',', ' ')
-		case ':':
-			out = append(out, ':', ' ')
-		default:
-			out = append(out, c)
-		}
-		i++
-	}
-	return out
-}
-
 // wrapEnvelope returns the 2.0 envelope body around the inner message.
 func wrapEnvelope(inner []byte) ([]byte, error) {
 	out := make([]byte, 0, len(inner)+len(inner)/4+48)
 	out = append(out, `{"oslo.version": "2.0", "oslo.message": `...)
-	out = appendPyString(out, string(inner))
+	out = pyjson.AppendString(out, string(inner))
 	return append(out, '}'), nil
 }
 
@@ -295,11 +227,11 @@ func (o *orderedObject) addPrefixed(prefix, key string, value any) error {
 		o.buf = append(o.buf, ", "...)
 	}
 	o.buf = append(o.buf, '"')
-	o.buf = appendPyStringBody(o.buf, prefix)
-	o.buf = appendPyStringBody(o.buf, key)
+	o.buf = pyjson.AppendStringBody(o.buf, prefix)
+	o.buf = pyjson.AppendStringBody(o.buf, key)
 	o.buf = append(o.buf, '"', ':', ' ')
 	var err error
-	if o.buf, err = appendPyJSON(o.buf, value); err != nil {
+	if o.buf, err = pyjson.Append(o.buf, value); err != nil {
 		o.buf = o.buf[:mark]
 		return fmt.Errorf("encoding %q: %w", key, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"runtime"
 	"strings"
 
@@ -101,7 +102,7 @@ func goTraceback(skip int, f *Failure, err error) []string {
 
 // Encode returns the failure as the JSON string that travels in a reply.
 func (f *Failure) Encode() (string, error) {
-	b, err := marshalNoEscape(f)
+	b, err := pyjson.Marshal(f)
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -453,7 +454,7 @@ func (s *Server) markObsolete(q string) {
 // failure that err becomes.
 func buildReply(msgID string, result any, err error) ([]byte, error) {
 	if err == nil {
-		raw, merr := appendPyJSON(nil, result)
+		raw, merr := pyjson.Append(nil, result)
 		if merr == nil {
 			return encodeReply(msgID, json.RawMessage(raw), nil, true)
 		}

@@ -1,6 +1,7 @@
 package oslo
 
 import (
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"reflect"
 	"strings"
 	"testing"
@@ -97,14 +98,14 @@ func TestPythonJSONLayout(t *testing.T) {
 		"é": `"\u00e9"`, "😀": `"\ud83d\ude00"`, "\x01": `"\u0001"`, "\x7f": `"\u007f"`,
 		"</a>&": `"</a>&"`, "a\"b\\c\n\r\t\b\f": `"a\"b\\c\n\r\t\b\f"`, "\u2028": `"\u2028"`,
 	} {
-		if got := string(appendPyString(nil, in)); got != want {
+		if got := string(pyjson.AppendString(nil, in)); got != want {
 			t.Errorf("%q: got %s want %s", in, got, want)
 		}
-		if got, _ := marshalNoEscape(in); in != "a\"b\\c\n\r\t\b\f" && string(got) != want {
-			t.Errorf("marshalNoEscape %q: got %s want %s", in, got, want)
+		if got, _ := pyjson.Marshal(in); in != "a\"b\\c\n\r\t\b\f" && string(got) != want {
+			t.Errorf("pyjson.Marshal %q: got %s want %s", in, got, want)
 		}
 	}
-	got, _ := appendPyJSON(nil, map[string]any{"a": []any{1, "x", nil, true}, "b": map[string]any{}})
+	got, _ := pyjson.Append(nil, map[string]any{"a": []any{1, "x", nil, true}, "b": map[string]any{}})
 	if string(got) != `{"a": [1, "x", null, true], "b": {}}` {
 		t.Errorf("got %s", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -175,12 +176,19 @@ func (h *Handler) classAction(ctx context.Context, objname, objmethod, objver st
 // objects of class objname at objver, others at the manifest's version or
 // the version their peer speaks.
 func encodeResult(res any, objname, objver string, manifest map[string]string) (any, error) {
+	// Objects are written straight to Python-layout JSON (pyjson.Raw), which
+	// the RPC server copies into the reply as it is: a list of a few hundred
+	// clusters is the largest reply the conductor sends.
 	enc := func(o objects.Object) (any, error) {
 		v := manifest[o.ObjName()]
 		if o.ObjName() == objname {
 			v = objver
 		}
-		return objects.EncodeWith(o, objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true})
+		b, err := objects.AppendPrimitiveJSON(nil, o, objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true})
+		if err != nil {
+			return nil, err
+		}
+		return pyjson.Raw(b), nil
 	}
 	switch x := res.(type) {
 	case nil:

@@ -141,7 +141,7 @@ func TestClusterRemotables(t *testing.T) {
 	wantError(t, err, exception.ModuleMagnum, "ClusterNotFound")
 
 	// refresh copies newer values into the set fields and marks them changed.
-	stale, err := objects.DecodeCluster(first.(map[string]any))
+	stale, err := objects.DecodeCluster(jsonOf(t, first))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,255 @@
+// Package pyjson writes JSON laid out as Python's json.dumps writes it with
+// default arguments (", " and ": " separators, ensure_ascii escaping), the
+// layout oslo.messaging puts on the wire. Map keys are sorted (Go maps have
+// no insertion order).
+package pyjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Raw is a value already laid out as Python writes it: Append copies it
+// verbatim. Encoders that write large values directly (object primitives)
+// hand them over as Raw.
+type Raw []byte
+
+// MarshalJSON lets encoding/json embed a Raw as the JSON it holds.
+func (r Raw) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string the way Python's json.dumps
+// writes it (ensure_ascii: everything outside ' '..'~' escaped, as
+// \uXXXX with surrogate pairs for non-BMP runes).
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = AppendStringBody(dst, s)
+	return append(dst, '"')
+}
+
+// AppendStringBody appends the escaped content of s, without quotes.
+func AppendStringBody(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch {
+		case c == '"':
+			dst = append(dst, '\\', '"')
+			i++
+		case c == '\\':
+			dst = append(dst, '\\', '\\')
+			i++
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+			i++
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+			i++
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+			i++
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+			i++
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+			i++
+		case c < 0x20 || c == 0x7f:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size <= 1 {
+				r = utf8.RuneError
+			}
+			if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+				dst = appendU4(appendU4(dst, r1), r2)
+			} else {
+				dst = appendU4(dst, r)
+			}
+			i += size
+		}
+		start = i
+	}
+	return append(dst, s[start:]...)
+}
+
+func appendU4(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}
+
+// Append appends v laid out as Python's json.dumps would (", " and
+// ": " separators, ensure_ascii). Map keys are sorted (Go maps have no
+// insertion order). Types without a fast path go through encoding/json.
+func Append(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case string:
+		return AppendString(dst, x), nil
+	case bool:
+		if x {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(dst, x, 10), nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return strconv.AppendInt(dst, int64(x), 10), nil
+		}
+	case []string:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, s := range x {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = AppendString(dst, s)
+		}
+		return append(dst, ']'), nil
+	case []any:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			var err error
+			if dst, err = Append(dst, e); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = append(AppendString(dst, k), ": "...)
+			var err error
+			if dst, err = Append(dst, x[k]); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case Raw:
+		if len(x) == 0 {
+			return append(dst, "null"...), nil
+		}
+		return append(dst, x...), nil
+	case json.RawMessage:
+		if len(x) == 0 {
+			return append(dst, "null"...), nil
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, x); err != nil {
+			return dst, err
+		}
+		return append(dst, Layout(buf.Bytes())...), nil
+	}
+	b, err := Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// Marshal marshals v as Python's json.dumps with default
+// arguments lays it out: ", " and ": " separators, non-ASCII escaped as
+// \uXXXX, HTML characters not escaped.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return Layout(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// Layout rewrites compact JSON with Python's default separators and
+// ensure_ascii escaping.
+func Layout(compact []byte) []byte {
+	out := make([]byte, 0, len(compact)+len(compact)/8)
+	inStr, esc := false, false
+	for i := 0; i < len(compact); {
+		c := compact[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			case c == 0x7f:
+				out = append(out, `\u007f`...)
+				i++
+				continue
+			case c >= 0x80:
+				r, size := utf8.DecodeRune(compact[i:])
+				if r == utf8.RuneError && size <= 1 {
+					out = append(out, `\ufffd`...)
+					i++
+					continue
+				}
+				if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+					out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+				} else {
+					out = fmt.Appendf(out, `\u%04x`, r)
+				}
+				i += size
+				continue
+			}
+			out = append(out, c)
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+			out = append(out, c)
+		case ',':
+			out = append(out, ',', ' ')
+		case ':':
+			out = append(out, ':', ' ')
+		default:
+			out = append(out, c)
+		}
+		i++
+	}
+	return out
+}
