@@ -71,11 +71,12 @@ func listRows[R any](ctx context.Context, s *Store, p page, w *where, opts ListO
 	if err != nil {
 		return nil, err
 	}
-	var rows []R
-	if err := tx.Find(&rows).Error; err != nil {
+	rows, err := tx.Rows()
+	if err != nil {
 		return nil, err
 	}
-	return rows, nil
+	defer rows.Close()
+	return scanAll[R](&s.plans, rows)
 }
 
 // countRows counts the rows matching w.

@@ -69,6 +69,7 @@ type Store struct {
 	maxRetries int
 	log        *slog.Logger
 	now        func() time.Time
+	plans      scanPlans
 }
 
 // Open connects to the database of opts.Connection with oslo.db's pool

@@ -191,7 +191,7 @@ func Decode(raw any) (Object, error) {
 	o, _ := New(name)
 	meta := o.meta()
 	meta.version = ver
-	meta.base = map[string]any{}
+	meta.base = make(snapshot, len(ci.fields))
 	data, ok := m[KeyData].(map[string]any)
 	if !ok && m[KeyData] != nil {
 		return nil, valueError("Invalid object primitive data for %s", name)
@@ -207,9 +207,9 @@ func Decode(raw any) (Object, error) {
 		}
 		fv := fieldValue(o, f)
 		if f.kind == kObject {
-			meta.base[f.name] = fv.Interface()
+			meta.base.set(f.pos, fv.Interface())
 		} else {
-			meta.base[f.name] = primitiveOf(f, fv)
+			meta.base.set(f.pos, primitiveOf(f, fv))
 		}
 	}
 	var changes []string
@@ -316,15 +316,18 @@ func Clone[T Object](o T) T {
 	sm, dm := o.meta(), c.meta()
 	dm.version = sm.version
 	if sm.base != nil {
-		dm.base = make(map[string]any, len(sm.base))
-		for k, v := range sm.base {
-			if _, isObj := v.(Object); isObj {
-				// The snapshot of a child is its identity; the clone's
-				// child is a new object equal to it.
-				dm.base[k] = dst.Field(ci.fields[ci.byName[k]].index).Interface()
+		dm.base = make(snapshot, len(sm.base))
+		for pos, e := range sm.base {
+			if !e.set {
 				continue
 			}
-			dm.base[k] = deepCopy(v)
+			if _, isObj := e.v.(Object); isObj {
+				// The snapshot of a child is its identity; the clone's
+				// child is a new object equal to it.
+				dm.base.set(pos, dst.Field(ci.fields[pos].index).Interface())
+				continue
+			}
+			dm.base.set(pos, deepCopy(e.v))
 		}
 	}
 	if sm.declared != nil {

@@ -21,10 +21,10 @@ import (
 // directly; Changes finds what differs from the snapshot taken at the last
 // ResetChanges (or decode), plus the changes a peer declared on the wire.
 type Meta struct {
-	// base holds each set field's primitive at the last reset; a field
-	// absent from base was not set then. For object fields it holds the
-	// child pointer.
-	base map[string]any
+	// base holds each set field's primitive at the last reset, by field
+	// position; a field absent from base was not set then. For object
+	// fields it holds the child pointer.
+	base snapshot
 	// declared holds changes named by a received primitive's
 	// "magnum_object.changes" or by MarkChanged that have not been reset
 	// since.
@@ -61,7 +61,7 @@ func isSet(o Object, f *fieldInfo) bool {
 	if m.declared[f.name] {
 		return true
 	}
-	if _, ok := m.base[f.name]; ok {
+	if _, ok := m.base.get(f.pos); ok {
 		return true
 	}
 	return !isZero(fieldValue(o, f))
@@ -85,7 +85,7 @@ func changed(o Object, f *fieldInfo) bool {
 		return true
 	}
 	v := fieldValue(o, f)
-	prev, had := m.base[f.name]
+	prev, had := m.base.get(f.pos)
 	if f.kind == kObject {
 		if v.IsNil() {
 			return had && prev != nil
@@ -188,17 +188,17 @@ func ResetChanges(o Object, fields ...string) {
 	m := o.meta()
 	if len(fields) == 0 {
 		m.declared = nil
-		m.base = make(map[string]any, len(ci.fields))
+		m.base = make(snapshot, len(ci.fields))
 		for i := range ci.fields {
 			f := &ci.fields[i]
 			v := fieldValue(o, f)
 			if f.kind == kObject {
 				if !v.IsNil() {
-					m.base[f.name] = v.Interface()
+					m.base.set(f.pos, v.Interface())
 				}
 				continue
 			}
-			m.base[f.name] = primitiveOf(f, v)
+			m.base.set(f.pos, primitiveOf(f, v))
 		}
 		return
 	}
@@ -210,17 +210,17 @@ func ResetChanges(o Object, fields ...string) {
 		set := isSet(o, f)
 		delete(m.declared, name)
 		if !set {
-			delete(m.base, name)
+			m.base.del(f.pos)
 			continue
 		}
 		if m.base == nil {
-			m.base = map[string]any{}
+			m.base = make(snapshot, len(ci.fields))
 		}
 		v := fieldValue(o, f)
 		if f.kind == kObject {
-			m.base[name] = v.Interface()
+			m.base.set(f.pos, v.Interface())
 		} else {
-			m.base[name] = primitiveOf(f, v)
+			m.base.set(f.pos, primitiveOf(f, v))
 		}
 	}
 }
@@ -255,7 +255,7 @@ func Unset(o Object, fields ...string) {
 		}
 		v := fieldValue(o, f)
 		v.Set(reflect.Zero(v.Type()))
-		delete(m.base, name)
+		m.base.del(f.pos)
 		delete(m.declared, name)
 	}
 }
@@ -316,5 +316,30 @@ func setFromValue(f *fieldInfo, dv, sv reflect.Value) {
 		dv.Set(reflect.ValueOf(primitiveOf(f, sv)))
 	default:
 		dv.Set(sv)
+	}
+}
+
+// snapshot is a Meta's record of the fields set at the last reset, indexed
+// by field position: a slice, so that loading a row (which snapshots every
+// field) does not build a map per object.
+type snapshot []snapEntry
+
+type snapEntry struct {
+	v   any
+	set bool
+}
+
+func (s snapshot) get(pos int) (any, bool) {
+	if pos >= len(s) {
+		return nil, false
+	}
+	return s[pos].v, s[pos].set
+}
+
+func (s snapshot) set(pos int, v any) { s[pos] = snapEntry{v: v, set: true} }
+
+func (s snapshot) del(pos int) {
+	if pos < len(s) {
+		s[pos] = snapEntry{}
 	}
 }

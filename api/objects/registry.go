@@ -144,6 +144,7 @@ const (
 // fieldInfo describes one field of an object class, from its `ovo` tag.
 type fieldInfo struct {
 	name     string
+	pos      int // position in classInfo.fields (and in a Meta snapshot)
 	index    int
 	kind     fieldKind
 	ptr      bool // nullable scalar held as a pointer
@@ -219,7 +220,9 @@ func buildRegistry() map[string]*classInfo {
 				continue
 			}
 			ci.byName[strings.SplitN(tag, ",", 2)[0]] = len(ci.fields)
-			ci.fields = append(ci.fields, parseField(i, sf, tag))
+			f := parseField(i, sf, tag)
+			f.pos = len(ci.fields)
+			ci.fields = append(ci.fields, f)
 		}
 		ci.sorted = make([]int, len(ci.fields))
 		for i := range ci.sorted {

@@ -187,8 +187,9 @@ type replyMessage struct {
 	UniqueID string          `json:"_unique_id"`
 }
 
-// encodeReply builds the enveloped body of a reply.
-func encodeReply(msgID string, result json.RawMessage, failure *string, ending bool) ([]byte, error) {
+// encodeReply builds the enveloped body of a reply; result is any value
+// pyjson.Append takes (a pyjson.Raw is copied as it is).
+func encodeReply(msgID string, result any, failure *string, ending bool) ([]byte, error) {
 	var ob orderedObject
 	if err := ob.add("result", result); err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/openstack/magnum-conductor/api/pyjson"
@@ -456,7 +455,7 @@ func buildReply(msgID string, result any, err error) ([]byte, error) {
 	if err == nil {
 		raw, merr := pyjson.Append(nil, result)
 		if merr == nil {
-			return encodeReply(msgID, json.RawMessage(raw), nil, true)
+			return encodeReply(msgID, pyjson.Raw(raw), nil, true) // laid out already
 		}
 		err = fmt.Errorf("RPC result is not JSON-serializable: %w", merr)
 	}
