@@ -3,77 +3,15 @@ package capi
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 )
 
-// memCore stands in for Namespaces and Secrets, which the CRD-only test API
-// server does not serve.
-type memCore struct {
-	mu         sync.Mutex
-	namespaces map[string]map[string]string
-	secrets    map[string]*corev1.Secret // ns/name
-	applies    int
-}
-
-func newMemCore() *memCore {
-	return &memCore{namespaces: map[string]map[string]string{}, secrets: map[string]*corev1.Secret{}}
-}
-
-func (m *memCore) EnsureNamespace(_ context.Context, name string, l map[string]string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.namespaces[name] = l
-	return nil
-}
-
-func (m *memCore) ApplySecret(_ context.Context, s *corev1.Secret) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.namespaces[s.Namespace]; !ok {
-		return fmt.Errorf("namespaces %q not found", s.Namespace)
-	}
-	m.applies++
-	m.secrets[s.Namespace+"/"+s.Name] = s.DeepCopy()
-	return nil
-}
-
-func (m *memCore) ListSecrets(_ context.Context, ns, selector string) ([]corev1.Secret, error) {
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []corev1.Secret
-	for k, s := range m.secrets {
-		if strings.HasPrefix(k, ns+"/") && sel.Matches(labels.Set(s.Labels)) {
-			out = append(out, *s.DeepCopy())
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func (m *memCore) DeleteSecret(_ context.Context, ns, name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.secrets, ns+"/"+name)
-	return nil
-}
-
-func (m *memCore) secret(ns, name string) *corev1.Secret {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.secrets[ns+"/"+name]
-}
+// Test doubles for what is not Kubernetes (the cluster CAs, Keystone
+// application credentials, the database). Namespaces and Secrets go to the
+// test kube-apiserver through the real Core.
 
 type fakeCerts struct{}
 

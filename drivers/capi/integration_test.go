@@ -13,11 +13,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,7 +45,9 @@ func TestMain(m *testing.M) {
 	}
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// The first build of the test server takes minutes (apitest); later
+	// runs find it up to date.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	start := time.Now()
 	s, err := startServer(ctx)
 	cancel()
@@ -51,9 +55,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "capi integration tests: cannot start the test API server:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "capi: test API server with CAPI and CAPO CRDs ready in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "capi: kube-apiserver with CAPI and CAPO CRDs ready in %s\n", time.Since(start).Round(time.Millisecond))
 	server = s
 	code := m.Run()
+	if code != 0 {
+		fmt.Fprint(os.Stderr, "capi: test API server output:\n", s.Output())
+	}
 	s.Stop()
 	os.Exit(code)
 }
@@ -75,13 +82,17 @@ func startServer(ctx context.Context) (*apitest.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return apitest.Start(ctx, func(string, ...any) {}, files)
+	logf := func(string, ...any) {}
+	if testing.Verbose() {
+		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	}
+	return apitest.Start(ctx, logf, files)
 }
 
 func needServer(t testing.TB) {
 	t.Helper()
 	if server == nil {
-		t.Skip("integration test: needs the in-process API server (not started with -short)")
+		t.Skip("integration test: needs the test kube-apiserver (not started with -short)")
 	}
 }
 
@@ -104,7 +115,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 type env struct {
 	d        *Driver
 	dyn      dynamic.Interface
-	core     *memCore
+	core     Core // the real one, over the dynamic client
 	creds    *fakeCreds
 	store    *memStore
 	requests atomic.Int64
@@ -120,7 +131,7 @@ func randHex(n int) string {
 
 func newEnv(t testing.TB) *env {
 	needServer(t)
-	e := &env{core: newMemCore(), creds: &fakeCreds{},
+	e := &env{creds: &fakeCreds{},
 		store: &memStore{templates: map[string]*objects.ClusterTemplate{}, ngs: map[string][]*objects.NodeGroup{}}, project: randHex(16)}
 	now := time.Now()
 	e.now.Store(&now)
@@ -129,6 +140,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e.dyn = dyn
+	e.core = NewCore(dyn)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -189,6 +201,72 @@ func (e *env) getCluster(t testing.TB, r ref) *clusterv1.Cluster {
 		t.Fatal(err)
 	}
 	return cl
+}
+
+// Core resources, read back from the API server as a client would.
+var (
+	namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	secretsResource    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// secret reads a Secret from the API server; nil if it does not exist.
+func (e *env) secret(t testing.TB, ns, name string) *corev1.Secret {
+	t.Helper()
+	u, err := e.dyn.Resource(secretsResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get secret %s/%s: %v", ns, name, err)
+	}
+	s := &corev1.Secret{}
+	if err := fromUnstructured(u.Object, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// secretNames lists the names of the Secrets matching selector in ns
+// ("" for every namespace), sorted.
+func (e *env) secretNames(t testing.TB, ns, selector string) []string {
+	t.Helper()
+	l, err := e.dyn.Resource(secretsResource).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatalf("list secrets in %q: %v", ns, err)
+	}
+	var out []string
+	for _, u := range l.Items {
+		out = append(out, u.GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// namespace reads a Namespace; nil if it does not exist.
+func (e *env) namespace(t testing.TB, name string) *corev1.Namespace {
+	t.Helper()
+	u, err := e.dyn.Resource(namespacesResource).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get namespace %s: %v", name, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := fromUnstructured(u.Object, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// appliedBy reports whether manager wrote obj with server-side apply.
+func appliedBy(obj metav1.Object, manager string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
 }
 
 // eventually polls cond until it holds or the deadline passes.
@@ -308,23 +386,60 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 			t.Errorf("%s %s: %v", o.gvr.Resource, o.name, err)
 		}
 	}
-	// CA Secrets as CAPI expects them, and the CAPO identity.
+	// The project namespace, created by the driver with its labels.
+	ns := e.namespace(t, r.Namespace)
+	if ns == nil {
+		t.Fatalf("namespace %s not created", r.Namespace)
+	}
+	if ns.Labels[LabelProjectID] != e.project || !appliedBy(ns, FieldManager) {
+		t.Errorf("namespace %s: labels %v, managed fields %+v", ns.Name, ns.Labels, ns.ManagedFields)
+	}
+	for k := range ns.Labels {
+		if strings.HasPrefix(k, "magnum.openstack.org/") && k != LabelProjectID {
+			t.Errorf("namespace %s carries %s: it is shared by the project's clusters", ns.Name, k)
+		}
+	}
+	// CA Secrets as CAPI expects them, and the CAPO identity, as the API
+	// server stores them.
 	for _, kind := range []CAKind{CAKubernetes, CAEtcd, CAFrontProxy} {
-		s := e.core.secret(r.Namespace, r.Name+"-"+string(kind))
+		s := e.secret(t, r.Namespace, r.Name+"-"+string(kind))
 		if s == nil {
 			t.Errorf("secret %s-%s missing", r.Name, kind)
 			continue
 		}
 		if s.Type != clusterv1.ClusterSecretType || string(s.Data["tls.crt"]) != "CERT "+string(kind)+" "+*c.UUID ||
-			string(s.Data["tls.key"]) != "KEY "+string(kind) || s.Labels[clusterv1.ClusterNameLabel] != r.Name || s.Labels[LabelClusterUUID] != *c.UUID {
-			t.Errorf("secret %s: type %s labels %v", s.Name, s.Type, s.Labels)
+			string(s.Data["tls.key"]) != "KEY "+string(kind) || len(s.Data) != 2 || s.Labels[clusterv1.ClusterNameLabel] != r.Name ||
+			s.Labels[LabelClusterUUID] != *c.UUID || s.Labels[LabelProjectID] != e.project || s.Labels[LabelSecretKind] != "ca-"+string(kind) {
+			t.Errorf("secret %s: type %s labels %v data keys %v", s.Name, s.Type, s.Labels, keys(s.Data))
+		}
+		if !appliedBy(s, FieldManager) {
+			t.Errorf("secret %s not server-side applied by %s: %+v", s.Name, FieldManager, s.ManagedFields)
 		}
 	}
-	cred := e.core.secret(r.Namespace, r.Name+"-cloud-credentials")
-	if cred == nil || !strings.Contains(string(cred.Data["clouds.yaml"]), `application_credential_id: "appcred-1"`) ||
-		cred.Annotations[annotationCredentialID] != "appcred-1" {
-		t.Errorf("cloud credentials secret = %+v", cred)
+	cred := e.secret(t, r.Namespace, r.Name+"-cloud-credentials")
+	if cred == nil {
+		t.Fatal("cloud credentials secret missing")
 	}
+	if cred.Type != corev1.SecretTypeOpaque || !strings.Contains(string(cred.Data["clouds.yaml"]), `application_credential_id: "appcred-1"`) ||
+		!strings.Contains(string(cred.Data["clouds.yaml"]), `application_credential_secret: "s3cret"`) || len(cred.Data) != 1 ||
+		cred.Annotations[annotationCredentialID] != "appcred-1" || cred.Labels[LabelSecretKind] != "cloud-credentials" ||
+		cred.Labels[LabelClusterUUID] != *c.UUID || cred.Labels[clusterv1.ClusterNameLabel] != r.Name {
+		t.Errorf("cloud credentials secret: type %s labels %v annotations %v data keys %v", cred.Type, cred.Labels, cred.Annotations, keys(cred.Data))
+	}
+	// Exactly these four carry the cluster's label, and none leaked elsewhere.
+	want := []string{r.Name + "-ca", r.Name + "-cloud-credentials", r.Name + "-etcd", r.Name + "-proxy"}
+	if got := e.secretNames(t, "", LabelClusterUUID+"="+*c.UUID); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("labelled secrets = %v, want %v", got, want)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
@@ -334,13 +449,23 @@ func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
 	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "kube_tag") {
 		t.Fatalf("err = %v, want InvalidParameterValue naming kube_tag", err)
 	}
-	if c.StackID != nil || len(e.core.namespaces) != 0 || e.core.applies != 0 {
-		t.Errorf("wrote before validating: stack_id %v, namespaces %v", c.StackID, e.core.namespaces)
+	if c.StackID != nil {
+		t.Errorf("stack_id set before validating: %v", *c.StackID)
+	}
+	// Nothing reached the API server: no project namespace, no Secrets.
+	if ns := e.namespace(t, "magnum-"+e.project); ns != nil {
+		t.Errorf("wrote before validating: namespace %s exists", ns.Name)
+	}
+	if got := e.secretNames(t, "", LabelClusterUUID+"="+*c.UUID); len(got) != 0 {
+		t.Errorf("wrote before validating: secrets %v", got)
 	}
 	c2 := e.newCluster("even", nil, &objects.NodeGroup{Name: "w", NodeCount: 1})
 	e.store.ngs[*c2.UUID][0].NodeCount = 2
 	if err := e.d.CreateCluster(context.Background(), c2, 0); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
 		t.Errorf("even master count: err = %v", err)
+	}
+	if ns := e.namespace(t, "magnum-"+e.project); ns != nil || len(e.secretNames(t, "", LabelClusterUUID+"="+*c2.UUID)) != 0 {
+		t.Errorf("even master count: wrote before validating")
 	}
 }
 
@@ -468,6 +593,33 @@ func (p *capi) controlPlane(replicas int32, version string) {
 	})
 }
 
+// kubeconfigSecret writes <cluster>-kubeconfig as CAPI's kubeconfig
+// controller does: type cluster.x-k8s.io/secret, the cluster-name label, an
+// owner reference to the Cluster, the kubeconfig under "value".
+func (p *capi) kubeconfigSecret(server string) {
+	p.t.Helper()
+	cl := p.e.getCluster(p.t, p.r)
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: " + p.r.Name + "\n  cluster:\n    server: " + server +
+		"\ncontexts:\n- name: admin\n  context: {cluster: " + p.r.Name + ", user: admin}\ncurrent-context: admin\n" +
+		"users:\n- name: admin\n  user: {token: workload-admin-token}\n"
+	s := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.r.Name + "-kubeconfig", Namespace: p.r.Namespace,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: p.r.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
+				Name: cl.Name, UID: cl.UID, Controller: ptr(true)}}},
+		Type: clusterv1.ClusterSecretType,
+		Data: map[string][]byte{"value": []byte(kc)},
+	}
+	u, err := toUnstructured(s)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.e.dyn.Resource(secretsResource).Namespace(p.r.Namespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		p.t.Fatalf("create kubeconfig secret: %v", err)
+	}
+}
+
 func (p *capi) clusterStatus(mutate func(st *clusterv1.ClusterStatus)) {
 	p.status(gvrCluster, p.r.Name, func(u *unstructured.Unstructured) any {
 		st := clusterv1.ClusterStatus{ObservedGeneration: u.GetGeneration()}
@@ -502,12 +654,14 @@ func createdCluster(t *testing.T, e *env, workers map[string]int32) (*objects.Cl
 			p.machine(fmt.Sprintf("%s-%s-%d", r.Name, ng.Name, i), ng.Name, fmt.Sprintf("srv-%s-%d", ng.Name, i), fmt.Sprintf("10.0.1.%d", 10+i), false)
 		}
 	}
-	// CAPI sets the endpoint in spec (a generation bump), then reports.
+	// CAPI sets the endpoint in spec (a generation bump), writes the
+	// workload cluster's kubeconfig Secret, then reports.
 	patch := `{"spec":{"controlPlaneEndpoint":{"host":"203.0.113.7","port":6443}}}`
 	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(context.Background(), r.Name, "application/merge-patch+json",
 		[]byte(patch), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
 		t.Fatal(err)
 	}
+	p.kubeconfigSecret("https://203.0.113.7:6443")
 	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
 		st.Conditions = healthyConds()
 		st.ControlPlane = &clusterv1.ClusterControlPlaneStatus{Versions: []clusterv1.StatusVersion{{Version: "v1.33.4", Replicas: 1}}}
@@ -836,8 +990,15 @@ func TestDeleteWaitsForTheClusterThenRemovesSecrets(t *testing.T) {
 		st.Conditions = []metav1.Condition{condition("Deleting", T, "WaitingForWorkersDeletion", "MachineDeployments default-worker are being deleted")}
 	})
 	e.syncUntil(t, c, objects.DeleteInProgress, "Deleting True (WaitingForWorkersDeletion): MachineDeployments default-worker")
-	if n, _ := e.core.ListSecrets(ctx, p.r.Namespace, LabelClusterUUID+"="+*c.UUID); len(n) != 4 {
-		t.Fatalf("secrets removed too early: %d left", len(n))
+	if cl := e.getCluster(t, p.r); cl.DeletionTimestamp == nil {
+		t.Fatal("Cluster not marked for deletion")
+	}
+	labelled := LabelClusterUUID + "=" + *c.UUID
+	if n := e.secretNames(t, p.r.Namespace, labelled); len(n) != 4 {
+		t.Fatalf("secrets removed while the Cluster still exists: %v left", n)
+	}
+	if len(e.creds.revoked) != 0 {
+		t.Fatalf("credential revoked while the Cluster still exists: %v", e.creds.revoked)
 	}
 	// CAPI finishes: finalizers go (the test server runs no garbage collector).
 	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
@@ -845,8 +1006,20 @@ func TestDeleteWaitsForTheClusterThenRemovesSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.syncUntil(t, c, objects.DeleteComplete, "")
-	if n, _ := e.core.ListSecrets(ctx, p.r.Namespace, LabelClusterUUID+"="+*c.UUID); len(n) != 0 {
-		t.Errorf("%d labelled secrets left after DELETE_COMPLETE", len(n))
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Get(ctx, p.r.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Cluster still there at DELETE_COMPLETE: %v", err)
+	}
+	if n := e.secretNames(t, "", labelled); len(n) != 0 {
+		t.Errorf("labelled secrets left after DELETE_COMPLETE: %v", n)
+	}
+	// What the driver did not write stays: CAPI's kubeconfig Secret (its
+	// garbage collector removes it through the owner reference, and none
+	// runs here) and the project namespace, shared by the project's clusters.
+	if e.secret(t, p.r.Namespace, p.r.Name+"-kubeconfig") == nil {
+		t.Error("the driver deleted CAPI's kubeconfig Secret")
+	}
+	if ns := e.namespace(t, p.r.Namespace); ns == nil || ns.DeletionTimestamp != nil {
+		t.Errorf("project namespace deleted with the cluster: %+v", ns)
 	}
 	if len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
 		t.Errorf("revoked = %v", e.creds.revoked)
@@ -868,11 +1041,21 @@ func TestRotateCredential(t *testing.T) {
 	if !strings.HasPrefix(ref, p.r.Name+"-cloud-credentials-") {
 		t.Fatalf("identityRefName = %s", ref)
 	}
-	if s := e.core.secret(p.r.Namespace, ref); s == nil || s.Annotations[annotationCredentialID] != "appcred-2" {
-		t.Errorf("new secret = %+v", s)
+	s := e.secret(t, p.r.Namespace, ref)
+	if s == nil {
+		t.Fatalf("new secret %s missing", ref)
 	}
-	if e.core.secret(p.r.Namespace, p.r.Name+"-cloud-credentials") != nil || len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
+	if s.Annotations[annotationCredentialID] != "appcred-2" || s.Type != corev1.SecretTypeOpaque ||
+		!strings.Contains(string(s.Data["clouds.yaml"]), `application_credential_id: "appcred-2"`) ||
+		s.Labels[LabelSecretKind] != "cloud-credentials" || s.Labels[LabelClusterUUID] != *c.UUID || !appliedBy(s, FieldManager) {
+		t.Errorf("new secret: type %s labels %v annotations %v", s.Type, s.Labels, s.Annotations)
+	}
+	if e.secret(t, p.r.Namespace, p.r.Name+"-cloud-credentials") != nil || len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
 		t.Errorf("old credential not dropped: revoked %v", e.creds.revoked)
+	}
+	credSecrets := LabelClusterUUID + "=" + *c.UUID + "," + LabelSecretKind + "=cloud-credentials"
+	if got := e.secretNames(t, p.r.Namespace, credSecrets); len(got) != 1 || got[0] != ref {
+		t.Errorf("cloud-credentials secrets after rotation = %v, want only %s", got, ref)
 	}
 	// A credential that does not verify changes nothing.
 	e.creds.verifyErr = errors.New("401")
@@ -881,6 +1064,9 @@ func TestRotateCredential(t *testing.T) {
 	}
 	if got := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string); got != ref {
 		t.Errorf("identity moved to %s after a failed rotation", got)
+	}
+	if got := e.secretNames(t, p.r.Namespace, credSecrets); len(got) != 1 || got[0] != ref {
+		t.Errorf("cloud-credentials secrets after a failed rotation = %v, want only %s", got, ref)
 	}
 	if err := e.d.RotateCACertificate(ctx, c); !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
 		t.Errorf("RotateCACertificate: %v", err)
@@ -894,6 +1080,9 @@ func BenchmarkUpdateClusterStatus1000(b *testing.B) {
 	ctx := context.Background()
 	const n = 1000
 	ns := "magnum-bench-" + randHex(4)
+	if err := e.core.EnsureNamespace(ctx, ns, nil); err != nil {
+		b.Fatal(err)
+	}
 	clusters := make([]*objects.Cluster, n)
 	nodegroups := make([][]*objects.NodeGroup, n)
 	// Seed directly (not through CreateCluster) to keep the setup short.

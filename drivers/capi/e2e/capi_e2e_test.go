@@ -1,8 +1,8 @@
 // Package e2e holds the Cluster API driver's end-to-end test (issue 7): a
 // magnum-api-style cast travels over RabbitMQ to the real conductor and
-// reaches CREATE_COMPLETE against a real Kubernetes API server serving the
-// CAPI and CAPO CRDs. It lives under drivers/capi to use the in-process API
-// server of drivers/capi/internal/apitest.
+// reaches CREATE_COMPLETE against a real kube-apiserver serving the core API
+// (Namespaces, Secrets) and the CAPI and CAPO CRDs. It lives under
+// drivers/capi to use the test server of drivers/capi/internal/apitest.
 package e2e
 
 import (
@@ -28,7 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -62,7 +62,8 @@ func TestMain(m *testing.M) {
 	}
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// The first build of the test server takes minutes (apitest).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	s, err := startServer(ctx)
 	cancel()
 	if err != nil {
@@ -71,6 +72,9 @@ func TestMain(m *testing.M) {
 	}
 	server = s
 	code := m.Run()
+	if code != 0 {
+		fmt.Fprint(os.Stderr, "capi e2e: test API server output:\n", s.Output())
+	}
 	s.Stop()
 	os.Exit(code)
 }
@@ -93,13 +97,19 @@ func startServer(ctx context.Context) (*apitest.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return apitest.Start(ctx, func(string, ...any) {}, files)
+	logf := func(string, ...any) {}
+	if testing.Verbose() {
+		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	}
+	return apitest.Start(ctx, logf, files)
 }
 
 var (
-	gvrCluster = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
-	gvrMD      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
-	gvrKCP     = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
+	gvrNamespace = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	gvrSecret    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrCluster   = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	gvrMD        = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
+	gvrKCP       = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
 )
 
 func randHex(n int) string {
@@ -111,60 +121,6 @@ func randHex(n int) string {
 func newUUID() string {
 	h := randHex(16)
 	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:32]
-}
-
-// memCore stands in for Namespaces and Secrets, which the CRD-only API
-// server does not serve.
-type memCore struct {
-	mu         sync.Mutex
-	namespaces map[string]bool
-	secrets    map[string]*corev1.Secret // ns/name
-}
-
-func (m *memCore) EnsureNamespace(_ context.Context, name string, _ map[string]string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.namespaces[name] = true
-	return nil
-}
-
-func (m *memCore) ApplySecret(_ context.Context, s *corev1.Secret) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.namespaces[s.Namespace] {
-		return fmt.Errorf("namespaces %q not found", s.Namespace)
-	}
-	m.secrets[s.Namespace+"/"+s.Name] = s.DeepCopy()
-	return nil
-}
-
-func (m *memCore) ListSecrets(_ context.Context, ns, selector string) ([]corev1.Secret, error) {
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []corev1.Secret
-	for k, s := range m.secrets {
-		if strings.HasPrefix(k, ns+"/") && sel.Matches(labels.Set(s.Labels)) {
-			out = append(out, *s.DeepCopy())
-		}
-	}
-	return out, nil
-}
-
-func (m *memCore) DeleteSecret(_ context.Context, ns, name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.secrets, ns+"/"+name)
-	return nil
-}
-
-func (m *memCore) secret(ns, name string) *corev1.Secret {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.secrets[ns+"/"+name]
 }
 
 // recorder is a conductor.Notifier keeping each CADF event's type and
@@ -321,7 +277,7 @@ func condition(typ string, s metav1.ConditionStatus, reason string) map[string]a
 // by the test, and sync_cluster_status completing the cluster.
 func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	if server == nil {
-		t.Skip("end-to-end test: needs the in-process API server (not started with -short)")
+		t.Skip("end-to-end test: needs the test kube-apiserver (not started with -short)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -352,9 +308,8 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := &memCore{namespaces: map[string]bool{}, secrets: map[string]*corev1.Secret{}}
 	nsPrefix := "e2e" + randHex(3)
-	drv, err := capi.New(capi.Options{NamespacePrefix: nsPrefix}, capi.Deps{Dynamic: dyn, Core: core,
+	drv, err := capi.New(capi.Options{NamespacePrefix: nsPrefix}, capi.Deps{Dynamic: dyn, Core: capi.NewCore(dyn),
 		Certs: wiring.CertSource{Certs: certs}, Credentials: issuer, Store: wiring.Store{NodeGroupStore: store}}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -426,24 +381,51 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	if _, err := dyn.Resource(gvrCluster).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("CAPI Cluster %s/%s: %v", ns, name, err)
 	}
+	// The project namespace carries the project label.
+	nsObj, err := dyn.Resource(gvrNamespace).Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("namespace %s: %v", ns, err)
+	}
+	if nsObj.GetLabels()[capi.LabelProjectID] != project {
+		t.Errorf("namespace %s labels %v", ns, nsObj.GetLabels())
+	}
 	// The credential is the user's, restricted, and CAPO's Secret holds it;
 	// the CA Secrets carry Magnum's CAs with their decrypted keys.
 	creds := ks.Creds()
 	if len(creds) != 1 || creds[0].UserID != user || creds[0].Unrestricted || !strings.HasPrefix(creds[0].Name, "magnum-"+uuid) {
 		t.Fatalf("Keystone credentials %+v", creds)
 	}
-	cloud := core.secret(ns, name+"-cloud-credentials")
-	if cloud == nil || !strings.Contains(string(cloud.Data["clouds.yaml"]), creds[0].ID) {
-		t.Fatalf("cloud-credentials Secret %+v", cloud)
+	secret := func(n string) *corev1.Secret {
+		t.Helper()
+		u, err := dyn.Resource(gvrSecret).Namespace(ns).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Secret %s/%s: %v", ns, n, err)
+		}
+		s := &corev1.Secret{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Labels[capi.LabelClusterUUID] != uuid || s.Labels[capi.LabelProjectID] != project || s.Labels["cluster.x-k8s.io/cluster-name"] != name {
+			t.Errorf("Secret %s labels %v", n, s.Labels)
+		}
+		return s
+	}
+	cloud := secret(name + "-cloud-credentials")
+	if cloud.Type != corev1.SecretTypeOpaque || !strings.Contains(string(cloud.Data["clouds.yaml"]), creds[0].ID) ||
+		!strings.Contains(string(cloud.Data["clouds.yaml"]), ks.AuthURL()) {
+		t.Fatalf("cloud-credentials Secret: type %s, clouds.yaml %q", cloud.Type, cloud.Data["clouds.yaml"])
 	}
 	wantCA, err := certs.GetCACertificate(admin, cluster, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kind := range []string{"ca", "etcd", "proxy"} {
-		s := core.secret(ns, name+"-"+kind)
-		if s == nil {
-			t.Fatalf("Secret %s-%s missing", name, kind)
+		s := secret(name + "-" + kind)
+		if s.Type != "cluster.x-k8s.io/secret" || len(s.Data) != 2 {
+			t.Errorf("Secret %s-%s: type %s, %d data keys", name, kind, s.Type, len(s.Data))
+		}
+		if blk, _ := pem.Decode(s.Data["tls.crt"]); blk == nil || blk.Type != "CERTIFICATE" {
+			t.Fatalf("Secret %s-%s: tls.crt is not a PEM certificate", name, kind)
 		}
 		if blk, _ := pem.Decode(s.Data["tls.key"]); blk == nil || blk.Type != "PRIVATE KEY" {
 			t.Fatalf("Secret %s-%s: tls.key is not a decrypted PKCS#8 key", name, kind)

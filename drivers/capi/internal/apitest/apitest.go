@@ -1,38 +1,45 @@
-// Package apitest runs a real Kubernetes API server in-process for the capi
-// driver's integration tests: embedded etcd plus the apiextensions API
-// server, loaded with the Cluster API CRDs (from the Go module cache) and
-// the CAPO CRDs (from drivers/capi/testdata). It serves custom resources
-// only: no Namespaces or Secrets, and no controllers or webhooks.
+// Package apitest runs a real Kubernetes API server for the capi driver's
+// integration tests: the full kube-apiserver (core API: Namespaces,
+// Secrets; CRDs; no controllers, no webhooks) on embedded etcd, built from
+// the separate module test/kubeapiserver and run as a process, loaded with
+// the Cluster API CRDs (from the Go module cache) and the CAPO CRDs (from
+// drivers/capi/testdata).
+//
+// The server is a separate module and process because k8s.io/kubernetes
+// needs a replace line per staging module; those stay out of
+// magnum-conductor's go.mod. The binary is built once into a stable path
+// under os.TempDir(), so later runs find it up to date and neither
+// recompile nor relink.
 //
 // Start one Server per test binary (TestMain) and give each test its own
 // namespace.
 package apitest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	servertesting "k8s.io/apiextensions-apiserver/pkg/cmd/server/testing"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // CAPIModule is the module whose zip holds the Cluster API CRD YAML.
@@ -53,17 +60,16 @@ var capiCRDs = []string{
 // Server is a running API server.
 type Server struct {
 	Config *rest.Config
-	stop   []func()
+
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{} // closed once cmd has been waited for
+	dir    string        // kubeconfig and the server's TMPDIR
+	stderr *os.File
 }
 
-// Logger receives the server's progress lines.
+// Logger receives progress lines (build and start times).
 type Logger func(format string, args ...any)
-
-type tlog struct{ logf Logger }
-
-func (l tlog) Errorf(f string, a ...any) { l.logf("ERROR "+f, a...) }
-func (l tlog) Fatalf(f string, a ...any) { l.logf("FATAL "+f, a...) }
-func (l tlog) Logf(f string, a ...any)   { l.logf(f, a...) }
 
 // CAPIModuleDir downloads (if needed) the Cluster API module at version
 // and returns its directory in the module cache. Only the Go module proxy
@@ -104,97 +110,166 @@ func CAPIVersion(ctx context.Context, moduleDir string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// serverModule is the test server's module, relative to the root of the
+// magnum-conductor module.
+const serverModule = "test/kubeapiserver"
+
+// Build compiles test/kubeapiserver (the module around the working
+// directory's main module) into a path under os.TempDir() that depends
+// only on the checkout, and returns that path. A lock file serialises
+// concurrent builds (go test runs packages in parallel); when nothing
+// changed, go build finds the binary up to date and does not relink.
+func Build(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
-		return 0, err
+		return "", fmt.Errorf("apitest: go env GOMOD: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("apitest: not inside the magnum-conductor module")
+	}
+	src := filepath.Join(filepath.Dir(gomod), serverModule)
+	sum := sha256.Sum256([]byte(src))
+	dir := filepath.Join(os.TempDir(), "magnum-conductor-kubeapiserver-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("apitest: lock %s: %w", lock.Name(), err)
+	}
+	bin := filepath.Join(dir, "kubeapiserver")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off") // its own go.mod, whatever the caller's workspace
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apitest: go build in %s: %w\n%s", src, err, out)
+	}
+	return bin, nil
 }
 
-// Start runs etcd and the API server and installs the CRD files (paths to
-// YAML files, each holding one or more CRDs).
+// Start builds and starts the API server, waits for its kubeconfig and
+// installs the CRD files (paths to YAML files, each holding one or more
+// CRDs). Stop it with Stop. The server's own output (klog is silenced; it
+// holds errors only) is kept for Output.
 func Start(ctx context.Context, logf Logger, crdFiles []string) (*Server, error) {
-	s := &Server{}
+	begin := time.Now()
+	bin, err := Build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	logf("apitest: test server built (or found up to date) in %s", time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
+	s := &Server{exited: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
 			s.Stop()
 		}
 	}()
-	dir, err := os.MkdirTemp("", "apitest-etcd")
+	if s.dir, err = os.MkdirTemp("", "apitest-"); err != nil {
+		return nil, err
+	}
+	if s.stderr, err = os.Create(filepath.Join(s.dir, "server.log")); err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(s.dir, "kubeconfig")
+	tmp := filepath.Join(s.dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(bin, "-kubeconfig", kubeconfig)
+	// Its etcd data and certificates go under s.dir, removed by Stop even
+	// if the process has to be killed.
+	s.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	// Its own process group: Stop signals the server and nothing else.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.Stderr = s.stderr
+	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	s.stop = append(s.stop, func() { os.RemoveAll(dir) })
-	cport, err := freePort()
-	if err != nil {
+	// The server exits when its stdin closes: if this process dies, the
+	// kernel closes the pipe and the server does not outlive it.
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
-	pport, err := freePort()
-	if err != nil {
-		return nil, err
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("apitest: start %s: %w", bin, err)
 	}
-	cfg := embed.NewConfig()
-	cfg.Dir = dir
-	cfg.UnsafeNoFsync = true
-	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", cport)}
-	pu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pport)}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	etcd, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("apitest: start etcd: %w", err)
-	}
-	s.stop = append(s.stop, etcd.Close)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "ready ") {
+				ready <- line
+			}
+		}
+	}()
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
 	select {
-	case <-etcd.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		return nil, errors.New("apitest: etcd did not become ready in 60 s")
+	case <-ready:
+	case <-s.exited:
+		return nil, fmt.Errorf("apitest: test server exited: %s\n%s", s.cmd.ProcessState, s.Output())
+	case <-ctx.Done():
+		return nil, fmt.Errorf("apitest: test server not ready: %w\n%s", ctx.Err(), s.Output())
 	}
-
-	kc, err := os.CreateTemp("", "apitest-kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("apitest: %w", err)
 	}
-	// Delegated authn/authz need a parseable kubeconfig; nothing calls it.
-	_, _ = kc.WriteString("apiVersion: v1\nkind: Config\nclusters:\n- cluster: {server: 'http://127.1.2.3:12345'}\n  name: x\n" +
-		"contexts:\n- context: {cluster: x, user: x}\n  name: x\ncurrent-context: x\nusers:\n- name: x\n  user: {username: x, password: x}\n")
-	kc.Close()
-	s.stop = append(s.stop, func() { os.Remove(kc.Name()) })
-	ts, err := servertesting.StartTestServer(tlog{logf}, nil, []string{
-		"--etcd-prefix", "/apitest",
-		"--etcd-servers", cu.String(),
-		"--authentication-skip-lookup",
-		"--authentication-kubeconfig", kc.Name(),
-		"--authorization-kubeconfig", kc.Name(),
-		"--kubeconfig", kc.Name(),
-		"--enable-priority-and-fairness=false",
-		"--disable-admission-plugins", "NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,MutatingAdmissionPolicy",
-	}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("apitest: start API server: %w", err)
-	}
-	// Stop the API server before etcd.
-	s.stop = append(s.stop, ts.TearDownFn)
-	s.Config = rest.CopyConfig(ts.ClientConfig)
-	s.Config.QPS, s.Config.Burst = -1, -1
+	cfg.QPS, cfg.Burst = -1, -1 // no client-side throttling
+	s.Config = cfg
+	logf("apitest: kube-apiserver ready at %s in %s", cfg.Host, time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
 	if err := s.installCRDs(ctx, crdFiles); err != nil {
 		return nil, err
 	}
+	logf("apitest: %d CRD files installed in %s", len(crdFiles), time.Since(begin).Round(time.Millisecond))
 	ok = true
 	return s, nil
 }
 
-// Stop tears everything down, newest first.
-func (s *Server) Stop() {
-	for i := len(s.stop) - 1; i >= 0; i-- {
-		s.stop[i]()
+// Output is what the server wrote to stderr so far (errors only, unless
+// something went wrong at start).
+func (s *Server) Output() string {
+	if s.stderr == nil {
+		return ""
 	}
-	s.stop = nil
+	b, _ := os.ReadFile(s.stderr.Name())
+	return string(b)
+}
+
+// Stop asks the server to stop (stdin closed, SIGTERM), kills its process
+// group if it has not exited within 10 s, and removes its files.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.stdin.Close()
+		pgid := s.cmd.Process.Pid // Setpgid: the group id is the pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+		}
+		// Anything left in the group (nothing, normally) is killed.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-s.exited
+		s.cmd = nil
+	}
+	if s.stderr != nil {
+		s.stderr.Close()
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+		s.dir = ""
+	}
 }
 
 func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
