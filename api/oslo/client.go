@@ -153,7 +153,7 @@ func encodeRequest(ctx context.Context, t Target, method string, args any, msgID
 	if pyTypeName(raw) != "dict" {
 		return nil, fmt.Errorf("args of %s must encode as a JSON object, not %s", method, pyTypeName(raw))
 	}
-	_ = ob.add("args", json.RawMessage(raw))
+	_ = ob.add("args", pyjson.Raw(raw)) // laid out already
 	if t.Namespace != "" {
 		_ = ob.add("namespace", t.Namespace)
 	}
