@@ -46,14 +46,7 @@ func EncodeWith(o Object, opts EncodeOptions) (map[string]any, error) {
 		return nil, nil
 	}
 	ci := classOf(o)
-	ver := opts.Version
-	if ver == "" {
-		ver = o.meta().version
-	}
-	if ver == "" {
-		ver = o.ObjVersion()
-	}
-	v, err := ci.resolve(ver)
+	v, err := encodeVersion(o, ci, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +67,19 @@ func EncodeWith(o Object, opts EncodeOptions) (map[string]any, error) {
 		prim[KeyChanges] = changes
 	}
 	return prim, nil
+}
+
+// encodeVersion is the version Encode writes o at: opts.Version, else the
+// version o was received at, else the newest.
+func encodeVersion(o Object, ci *classInfo, opts EncodeOptions) (version, error) {
+	ver := opts.Version
+	if ver == "" {
+		ver = o.meta().version
+	}
+	if ver == "" {
+		ver = o.ObjVersion()
+	}
+	return ci.resolve(ver)
 }
 
 // encodeData returns the "magnum_object.data" of o at version v.

@@ -2,7 +2,6 @@ package objects
 
 import (
 	"reflect"
-	"sort"
 	"strconv"
 	"time"
 
@@ -19,14 +18,7 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 		return append(dst, "null"...), nil
 	}
 	ci := classOf(o)
-	ver := opts.Version
-	if ver == "" {
-		ver = o.meta().version
-	}
-	if ver == "" {
-		ver = o.ObjVersion()
-	}
-	v, err := ci.resolve(ver)
+	v, err := encodeVersion(o, ci, opts)
 	if err != nil {
 		return dst, err
 	}
@@ -132,33 +124,12 @@ func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value) ([]byte, error) 
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		m := v.Interface().(map[string]string)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = append(pyjson.AppendString(dst, k), ": "...)
-			dst = pyjson.AppendString(dst, m[k])
-		}
-		return append(dst, '}'), nil
+		return pyjson.Append(dst, v.Interface().(map[string]string))
 	case kListOfStrings:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		dst = append(dst, '[')
-		for i, s := range v.Interface().([]string) {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = pyjson.AppendString(dst, s)
-		}
-		return append(dst, ']'), nil
+		return pyjson.Append(dst, v.Interface().([]string))
 	}
 	// Lists of dicts (rare, free-form): the generic path.
 	return pyjson.Append(dst, primitiveOf(f, v))

@@ -148,23 +148,12 @@ func Append(dst []byte, v any) ([]byte, error) {
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
+		return appendSorted(dst, x, Append)
+	case map[string]string:
+		if x == nil {
+			return append(dst, "null"...), nil
 		}
-		sort.Strings(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = append(AppendString(dst, k), ": "...)
-			var err error
-			if dst, err = Append(dst, x[k]); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendSorted(dst, x, func(dst []byte, s string) ([]byte, error) { return AppendString(dst, s), nil })
 	case Raw:
 		if len(x) == 0 {
 			return append(dst, "null"...), nil
@@ -252,4 +241,25 @@ func Layout(compact []byte) []byte {
 		i++
 	}
 	return out
+}
+
+// appendSorted appends m as a JSON object with its keys sorted.
+func appendSorted[V any](dst []byte, m map[string]V, appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = append(AppendString(dst, k), ": "...)
+		var err error
+		if dst, err = appendValue(dst, m[k]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi"
+	"github.com/openstack/magnum-conductor/test/harness"
 )
 
 func loadTestConfig(t *testing.T, ini string) *config.Config {
@@ -92,7 +92,7 @@ func TestCAPIDriverUnreachableManagementClusterIsRegisteredButRefuses(t *testing
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 5\n")
-	logs := &syncBuffer{}
+	logs := &harness.SyncBuffer{}
 	start := time.Now()
 	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil || d == nil {
@@ -127,7 +127,7 @@ func TestCAPIDriverStartsOnceTheManagementClusterAnswers(t *testing.T) {
 	defer cancel()
 	var up atomic.Bool
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 5\n")
-	logs := &syncBuffer{}
+	logs := &harness.SyncBuffer{}
 	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v", d, err)
@@ -151,25 +151,6 @@ func TestCAPIDriverStartsOnceTheManagementClusterAnswers(t *testing.T) {
 	if err := d.UpdateClusterStatus(ctx, c, nil); errors.Is(err, drivers.ErrNotReady) {
 		t.Fatalf("still refused after start: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer the driver's background start can log into
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestCAPIDriverConfigurationErrorsStopTheConductor(t *testing.T) {

@@ -130,25 +130,26 @@ health_polling_interval = 0
 // Process is a running magnum-conductor.
 type Process struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *SyncBuffer
 	done chan error
 	// ExitErr is set once the process has exited.
 	ExitErr error
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's writer and readers.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one writer (a process, a logger
+// running in the background) and concurrent readers.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -158,7 +159,7 @@ func (s *syncBuffer) String() string {
 // ping_conductor (through magnumctl). The process is stopped at cleanup.
 func Start(t testing.TB, bins *Binaries, confPath string) *Process {
 	t.Helper()
-	p := &Process{log: &syncBuffer{}, done: make(chan error, 1)}
+	p := &Process{log: &SyncBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(bins.Conductor, "--config-file", confPath)
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
