@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/api/request"
 )
 
@@ -377,7 +377,12 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 	if _, err := ch.QueueDeclare(c.replyQ, false, false, false, false, amqp.Table(r.queueArgs(r.TransientQueuesTTL, false))); err != nil {
 		return err
 	}
-	deliveries, err := ch.Consume(c.replyQ, "1", false, false, false, false, nil)
+	// Replies are consumed without acknowledgements (as RabbitMQ's direct
+	// reply-to requires): a reply is only useful to this process, so there
+	// is nothing to redeliver if it dies, and the acks would cost a frame
+	// and a write per batch. The queue is declared exactly as oslo declares
+	// it; only this consumer's flag differs, which no peer can see.
+	deliveries, err := ch.Consume(c.replyQ, "1", true, false, false, false, nil)
 	if err != nil {
 		return err
 	}
@@ -393,24 +398,7 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 			if !ok {
 				return errors.New("reply consumer closed")
 			}
-			// Ack what is buffered with one multiple ack, then deliver.
-			batch := append(make([]amqp.Delivery, 0, 8), d)
-		drain:
-			for len(batch) < 64 {
-				select {
-				case d, ok = <-deliveries:
-					if !ok {
-						break drain
-					}
-					batch = append(batch, d)
-				default:
-					break drain
-				}
-			}
-			_ = ch.Ack(batch[len(batch)-1].DeliveryTag, true)
-			for _, d := range batch {
-				c.deliverReply(d.Body)
-			}
+			c.deliverReply(d.Body)
 		}
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"strings"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 // Envelope keys and version (oslo_messaging._drivers.common).
@@ -101,28 +101,26 @@ func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
 
 // DecodeRequest decodes an AMQP body into a Request.
 func DecodeRequest(body []byte) (*Request, error) {
+	// Fast path: the envelope exactly as oslo.messaging writes it, read
+	// member by member into the Request without an intermediate map.
+	if inner, ok := fastEnvelopeMessage(body); ok && json.Valid(inner) {
+		req := &Request{Context: make(map[string]any, 32)}
+		if forEachMember(inner, req.set) {
+			return req, nil
+		}
+	}
 	msg, err := unwrapEnvelope(body)
 	if msg == nil {
 		return nil, err
 	}
-	req := &Request{Context: map[string]any{}}
-	str := func(k string) string {
-		var s string
-		if raw, ok := msg[k]; ok {
-			_ = json.Unmarshal(raw, &s)
-		}
-		return s
-	}
-	req.MsgID = str("_msg_id")
-	req.ReplyQ = str("_reply_q")
-	req.UniqueID = str("_unique_id")
-	if raw, ok := msg["_timeout"]; ok {
-		var f float64
-		if json.Unmarshal(raw, &f) == nil {
-			req.Timeout = f
-		}
-	}
+	req := &Request{Context: make(map[string]any, 32)}
 	if err != nil {
+		// Only what a failure reply needs.
+		for _, k := range []string{"_msg_id", "_reply_q", "_unique_id", "_timeout"} {
+			if v, ok := msg[k]; ok {
+				req.set(k, v)
+			}
+		}
 		var de *DecodeError
 		if ok := asDecodeError(err, &de); ok {
 			de.Request = req
@@ -130,32 +128,55 @@ func DecodeRequest(body []byte) (*Request, error) {
 		return nil, err
 	}
 	for k, v := range msg {
-		switch {
-		case k == "method":
-			req.Method = v
-		case k == "args":
-			req.Args = v
-		case k == "version":
-			if !isNull(v) {
-				req.Version = v
-			}
-		case k == "namespace":
-			if !isNull(v) {
-				req.Namespace = v
-			}
-		case k == "_msg_id", k == "_reply_q", k == "_unique_id", k == "_timeout":
-		case strings.HasPrefix(k, "_context_"):
-			if val, ok := fastJSONValue(v); ok {
-				req.Context[strings.TrimPrefix(k, "_context_")] = val
-			}
-		default:
-			if req.Other == nil {
-				req.Other = map[string]json.RawMessage{}
-			}
-			req.Other[k] = v
-		}
+		req.set(k, v)
 	}
 	return req, nil
+}
+
+// set stores one member of the inner message.
+func (req *Request) set(k string, v json.RawMessage) {
+	str := func() string {
+		if s, ok := fastJSONValue(v); ok {
+			if s, ok := s.(string); ok {
+				return s
+			}
+		}
+		return ""
+	}
+	switch {
+	case k == "method":
+		req.Method = v
+	case k == "args":
+		req.Args = v
+	case k == "version":
+		if !isNull(v) {
+			req.Version = v
+		}
+	case k == "namespace":
+		if !isNull(v) {
+			req.Namespace = v
+		}
+	case k == "_msg_id":
+		req.MsgID = str()
+	case k == "_reply_q":
+		req.ReplyQ = str()
+	case k == "_unique_id":
+		req.UniqueID = str()
+	case k == "_timeout":
+		var f float64
+		if json.Unmarshal(v, &f) == nil {
+			req.Timeout = f
+		}
+	case strings.HasPrefix(k, "_context_"):
+		if val, ok := fastJSONValue(v); ok {
+			req.Context[strings.TrimPrefix(k, "_context_")] = val
+		}
+	default:
+		if req.Other == nil {
+			req.Other = map[string]json.RawMessage{}
+		}
+		req.Other[k] = v
+	}
 }
 
 func asDecodeError(err error, target **DecodeError) bool {

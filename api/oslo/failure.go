@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"runtime"
 	"strings"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 // Failure is the JSON that oslo.messaging puts (as a string) in the

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/openstack/magnum-conductor/api/pyjson"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 // FuzzDecodeAndDispatch feeds arbitrary bodies through the decoder and the
@@ -147,6 +148,64 @@ func FuzzSplitObjectMatchesEncodingJSON(f *testing.F) {
 			if string(bytes.TrimSpace(got[k])) != string(bytes.TrimSpace(v)) {
 				t.Fatalf("%q: member %q = %q, want %q", b, k, got[k], v)
 			}
+		}
+	})
+}
+
+// FuzzDecodeRequestMatchesEncodingJSON: the member-by-member fast path of
+// DecodeRequest builds the same Request as decoding the envelope and the
+// message with encoding/json and setting every member.
+func FuzzDecodeRequestMatchesEncodingJSON(f *testing.F) {
+	for _, fr := range loadFrames(f) {
+		f.Add([]byte(fr.BodyRaw))
+	}
+	f.Add([]byte(`{"oslo.version": "2.0", "oslo.message": "{\"method\": \"a\", \"method\": \"b\", \"_context_x\": 1, \"_context_x\": null}"}`))
+	f.Add([]byte(`{"oslo.version": "2.0", "oslo.message": "{\"_msg_id\": \"\\u00e9\", \"_timeout\": 30, \"z\": [1, {\"k\": \"v\"}]}"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		inner, ok := fastEnvelopeMessage(body)
+		if !ok || !json.Valid(inner) || !utf8.Valid(body) {
+			return // (invalid UTF-8: encoding/json substitutes U+FFFD, the fast path keeps the bytes)
+		}
+		got, err := DecodeRequest(body)
+		var env struct {
+			Message string `json:"oslo.message"`
+		}
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(body, &env) != nil || json.Unmarshal([]byte(env.Message), &msg) != nil || msg == nil {
+			if err == nil {
+				t.Fatalf("encoding/json refuses %q, DecodeRequest took it", body)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("DecodeRequest(%q): %v", body, err)
+		}
+		want := &Request{Context: map[string]any{}}
+		for k, v := range msg {
+			want.set(k, v)
+		}
+		compact := func(r *Request) *Request { // raw members compared as compact JSON
+			c := *r
+			for _, p := range []*json.RawMessage{&c.Method, &c.Args, &c.Version, &c.Namespace} {
+				if len(*p) > 0 {
+					var b bytes.Buffer
+					_ = json.Compact(&b, *p)
+					*p = b.Bytes()
+				}
+			}
+			if c.Other != nil {
+				o := map[string]json.RawMessage{}
+				for k, v := range c.Other {
+					var b bytes.Buffer
+					_ = json.Compact(&b, v)
+					o[k] = b.Bytes()
+				}
+				c.Other = o
+			}
+			return &c
+		}
+		if g, w := compact(got), compact(want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("DecodeRequest(%q)\n got %+v\nwant %+v", body, g, w)
 		}
 	})
 }

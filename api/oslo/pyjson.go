@@ -121,18 +121,29 @@ func hex4(b []byte, i int) (rune, bool) {
 // decoding the values. b must already be valid JSON (json.Valid); ok is
 // false when it is not an object. Values alias b.
 func splitObject(b []byte) (map[string]json.RawMessage, bool) {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	m := make(map[string]json.RawMessage, 16)
+	if !forEachMember(b, func(k string, v json.RawMessage) { m[k] = v }) {
 		return nil, false
 	}
-	m := make(map[string]json.RawMessage, 40)
+	return m, true
+}
+
+// forEachMember calls fn with each member of the JSON object b (already
+// known to be valid JSON) in order; a later duplicate key is passed again,
+// so the last one wins as with encoding/json. It returns false when b is
+// not an object.
+func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return m, true
+		return true
 	}
 	for i < len(b) {
 		if b[i] != '"' {
-			return nil, false
+			return false
 		}
 		end := scanString(b, i)
 		rawKey := b[i:end]
@@ -140,29 +151,29 @@ func splitObject(b []byte) (map[string]json.RawMessage, bool) {
 		if bytes.IndexByte(rawKey, '\\') < 0 && utf8.Valid(rawKey) {
 			key = string(rawKey[1 : len(rawKey)-1])
 		} else if err := json.Unmarshal(rawKey, &key); err != nil {
-			return nil, false
+			return false
 		}
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return nil, false
+			return false
 		}
 		i = skipWS(b, i+1)
 		vend := scanValue(b, i)
-		m[key] = json.RawMessage(b[i:vend])
+		fn(key, json.RawMessage(b[i:vend]))
 		i = skipWS(b, vend)
 		if i >= len(b) {
-			return nil, false
+			return false
 		}
 		switch b[i] {
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
-			return m, true
+			return true
 		default:
-			return nil, false
+			return false
 		}
 	}
-	return nil, false
+	return false
 }
 
 func skipWS(b []byte, i int) int {

@@ -6,7 +6,6 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/api/request"
 )
 

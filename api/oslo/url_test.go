@@ -1,11 +1,12 @@
 package oslo
 
 import (
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 func TestParseTransportURLAsOslo(t *testing.T) {

@@ -13,13 +13,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"log/slog"
 	"reflect"
 	"slices"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/db"
 )

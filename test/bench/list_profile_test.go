@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"github.com/openstack/magnum-conductor/api/conductorapi"
 	"github.com/openstack/magnum-conductor/api/oslo"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/test/bench/rawamqp"
 	"github.com/openstack/magnum-conductor/test/harness"
 	"log/slog"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
