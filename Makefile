@@ -5,6 +5,9 @@ CONF      ?= etc/magnum/magnum-dev.conf
 PKGS      := ./...
 BINARIES  := magnum-conductor magnum-db-manage magnumctl
 GOTESTFLAGS ?= -count=1 -timeout 40m
+# The test-only Kubernetes API server (full kube-apiserver with etcd) is its
+# own module: k8s.io/kubernetes stays out of the product's go.mod.
+KUBEAPISERVER := test/kubeapiserver
 
 .PHONY: help build run test unit bench lint services sample clean
 
@@ -21,6 +24,8 @@ run: build ## start magnum-conductor on the embedded default (SQLite file under 
 
 test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make services`)
 	$(GO) vet $(PKGS)
+	@echo "building the test Kubernetes API server ($(KUBEAPISERVER); minutes on a cold build cache)"
+	$(GO) build -C $(KUBEAPISERVER) -o /dev/null .
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
 
 unit: ## only the tests that need no service
@@ -35,6 +40,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; config in staticcheck.conf)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) vet -C $(KUBEAPISERVER) ./...
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
