@@ -62,6 +62,7 @@ func main() {
 	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
 	flag.StringVar(&rawServer.Queue, "raw-queue", "", "internal: the raw server's queue")
 	flag.BoolVar(&rawServer.Confirm, "raw-confirm", false, "internal: the raw server publishes with confirms")
+	flag.BoolVar(&rawServer.OsloWire, "raw-oslo-wire", false, "internal: the raw server answers with a recorded oslo reply and oslo's properties")
 	flag.Parse()
 	if rawServer.Exchange != "" {
 		rawServer.URL = amqpURL()
@@ -252,15 +253,15 @@ func run(ctx context.Context, o options) error {
 		logf("round %d of %d", round, o.rounds)
 		for _, n := range o.callers {
 			if o.only == "" {
-				for _, confirm := range []bool{true, false} {
-					r, err := rawCell(ctx, lopts, n, confirm)
+				for _, v := range []struct {
+					kind              string
+					confirm, osloWire bool
+				}{{"confirm", true, false}, {"noconfirm", false, false}, {"oslowire", true, true}} {
+					r, err := rawCell(ctx, lopts, n, v.confirm, v.osloWire)
 					if err != nil {
 						return err
 					}
-					k := key{"raw", "confirm", n}
-					if !confirm {
-						k.kind = "noconfirm"
-					}
+					k := key{"raw", v.kind, n}
 					rounds[k] = append(rounds[k], r)
 				}
 			}
@@ -283,6 +284,7 @@ func run(ctx context.Context, o options) error {
 		if o.only == "" {
 			rep.Raw = append(rep.Raw, load.Combine(rounds[key{"raw", "confirm", n}]))
 			rep.RawNoConfirm = append(rep.RawNoConfirm, load.Combine(rounds[key{"raw", "noconfirm", n}]))
+			rep.RawOsloWire = append(rep.RawOsloWire, load.Combine(rounds[key{"raw", "oslowire", n}]))
 		}
 		for _, s := range servers {
 			side := rep.side(s.label)

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +24,12 @@ func amqpURL() string { return strings.Replace(harness.Broker, "rabbit://", "amq
 // serveRaw runs in the child process: it answers until its stdin closes
 // (the parent exited or is done) or it is signalled.
 func serveRaw(o rawamqp.Options) error {
+	if o.OsloWire {
+		var err error
+		if _, o.ReplyBody, err = osloPingBodies(); err != nil {
+			return err
+		}
+	}
 	srv, err := rawamqp.StartServer(o)
 	if err != nil {
 		return err
@@ -43,14 +51,15 @@ func serveRaw(o rawamqp.Options) error {
 
 // rawCell measures the raw limit at n callers: the server in a child
 // process (as a conductor is), the client here.
-func rawCell(ctx context.Context, lo load.Options, n int, confirm bool) (load.Result, error) {
+func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool) (load.Result, error) {
 	o := rawamqp.Options{URL: amqpURL(), Exchange: rawamqp.RandomName("bench_raw_x_"),
-		Queue: rawamqp.RandomName("bench_raw_q_"), Confirm: confirm}
+		Queue: rawamqp.RandomName("bench_raw_q_"), Confirm: confirm, OsloWire: osloWire}
 	self, err := os.Executable()
 	if err != nil {
 		return load.Result{}, err
 	}
-	cmd := exec.Command(self, "-raw-server", o.Exchange, "-raw-queue", o.Queue, fmt.Sprintf("-raw-confirm=%v", confirm))
+	cmd := exec.Command(self, "-raw-server", o.Exchange, "-raw-queue", o.Queue, fmt.Sprintf("-raw-confirm=%v", confirm),
+		fmt.Sprintf("-raw-oslo-wire=%v", osloWire))
 	cmd.SysProcAttr = harness.ProcessGroup()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -92,9 +101,43 @@ func rawCell(ctx context.Context, lo load.Options, n int, confirm bool) (load.Re
 	}
 	defer c.Close()
 	body := []byte(`{"ping":true}`)
-	logf("raw amqp091-go request/reply (confirms %v), %d callers", confirm, n)
+	if osloWire {
+		if body, _, err = osloPingBodies(); err != nil {
+			return load.Result{}, err
+		}
+	}
+	logf("raw amqp091-go request/reply (confirms %v, oslo wire %v), %d callers", confirm, osloWire, n)
 	lo.Callers = n
 	r := load.Run(ctx, lo, func(ctx context.Context) error { _, err := c.Call(ctx, body); return err })
 	logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
 	return r, nil
+}
+
+// vectorsDir holds the frames recorded from the Python conductor (run from
+// the repository's root, as make bench does).
+const vectorsDir = "api/oslo/testdata/vectors"
+
+// osloPingBodies returns the recorded ping_conductor request and reply
+// bodies, as the Python client and conductor put them on the wire.
+func osloPingBodies() (request, reply []byte, err error) {
+	read := func(name string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(vectorsDir, name))
+		if err != nil {
+			return nil, err
+		}
+		var v struct {
+			BodyRaw string `json:"body_raw"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || v.BodyRaw == "" {
+			return nil, fmt.Errorf("%s: no body_raw (%v)", name, err)
+		}
+		return []byte(v.BodyRaw), nil
+	}
+	if request, err = read("call_ping_request.json"); err != nil {
+		return nil, nil, err
+	}
+	if reply, err = read("call_ping_reply.json"); err != nil {
+		return nil, nil, err
+	}
+	return request, reply, nil
 }

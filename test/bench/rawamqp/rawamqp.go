@@ -38,6 +38,13 @@ type Options struct {
 	Exchange, Queue string
 	// Confirm makes every publish mandatory and confirmed by the broker.
 	Confirm bool
+	// OsloWire gives every message what the broker handles for a
+	// conductor's traffic, still without any Go-side JSON: persistent
+	// delivery, the JSON content properties and an empty headers table,
+	// an expiration on requests; the server answers with ReplyBody (callers
+	// send a recorded oslo request as the body).
+	OsloWire  bool
+	ReplyBody []byte
 }
 
 // RandomName returns prefix and 12 random hex digits.
@@ -92,7 +99,12 @@ func StartServer(o Options) (*Server, error) {
 			for _, d := range batch {
 				go func(d amqp.Delivery) {
 					ctx := context.Background()
-					dc, pc, err := s.pool.start(ctx, "", d.ReplyTo, amqp.Publishing{CorrelationId: d.CorrelationId, Body: d.Body})
+					msg := amqp.Publishing{CorrelationId: d.CorrelationId, Body: d.Body}
+					if o.OsloWire {
+						msg = osloProperties(msg, "")
+						msg.Body = o.ReplyBody
+					}
+					dc, pc, err := s.pool.start(ctx, "", d.ReplyTo, msg)
 					if err == nil {
 						_ = s.pool.finish(ctx, dc, pc)
 					}
@@ -178,7 +190,11 @@ func (c *Client) Call(ctx context.Context, body []byte) ([]byte, error) {
 	c.mu.Lock()
 	c.waiting[id] = w
 	c.mu.Unlock()
-	dc, pc, err := c.pool.start(ctx, c.o.Exchange, c.o.Queue, amqp.Publishing{CorrelationId: id, ReplyTo: c.replyQ, Body: body})
+	msg := amqp.Publishing{CorrelationId: id, ReplyTo: c.replyQ, Body: body}
+	if c.o.OsloWire {
+		msg = osloProperties(msg, "60000")
+	}
+	dc, pc, err := c.pool.start(ctx, c.o.Exchange, c.o.Queue, msg)
 	if err == nil {
 		select {
 		case b := <-w:
@@ -203,6 +219,14 @@ func (c *Client) Close() {
 			_ = x.Close()
 		}
 	}
+}
+
+// osloProperties sets the properties oslo.messaging's rabbit driver puts on
+// every message (expiration: the call timeout, requests only).
+func osloProperties(m amqp.Publishing, expiration string) amqp.Publishing {
+	m.DeliveryMode, m.ContentType, m.ContentEncoding, m.Headers = amqp.Persistent, "application/json", "utf-8", amqp.Table{}
+	m.Expiration = expiration
+	return m
 }
 
 // drain returns d and whatever else is already buffered (up to 64).
