@@ -150,26 +150,41 @@ func (c *Context) ToWire() map[string]any {
 	if len(c.AuthTokenInfo) > 0 {
 		tokenInfo = json.RawMessage(c.AuthTokenInfo)
 	}
-	for k, v := range map[string]any{
-		"user": nullable(c.UserID), "project_id": nullable(c.ProjectID), "system_scope": nil,
-		"project": nullable(c.ProjectID), "domain": nil, "user_domain": nil,
-		"project_domain": nullable(c.ProjectDomain), "is_admin": c.IsAdmin, "read_only": c.ReadOnly,
-		"show_deleted": c.ShowDeleted, "auth_token": nullable(c.AuthToken),
-		"request_id": nullable(c.RequestID), "global_request_id": nullable(c.GlobalRequestID),
-		"resource_uuid": nullable(c.ResourceUUID), "roles": roles,
-		"user_identity":    c.userIdentity(),
-		"is_admin_project": c.IsAdminProject, "auth_url": nullable(c.AuthURL),
-		"domain_id": nullable(c.DomainID), "domain_name": nullable(c.DomainName),
-		"user_domain_id": nullable(c.UserDomainID), "user_domain_name": nullable(c.UserDomainName),
-		"user_name": nullable(c.UserName), "user_id": nullable(c.UserID),
-		"project_name": nullable(c.ProjectName), "trust_id": nullable(c.TrustID),
-		"auth_token_info": tokenInfo, "password": nullable(c.Password), "all_tenants": c.AllTenants,
-	} {
+	set := func(k string, v any) {
 		if _, kept := m[k]; kept && c.Raw != nil {
-			continue
+			return
 		}
 		m[k] = v
 	}
+	set("user", nullable(c.UserID))
+	set("project_id", nullable(c.ProjectID))
+	set("system_scope", nil)
+	set("project", nullable(c.ProjectID))
+	set("domain", nil)
+	set("user_domain", nil)
+	set("project_domain", nullable(c.ProjectDomain))
+	set("is_admin", c.IsAdmin)
+	set("read_only", c.ReadOnly)
+	set("show_deleted", c.ShowDeleted)
+	set("auth_token", nullable(c.AuthToken))
+	set("request_id", nullable(c.RequestID))
+	set("global_request_id", nullable(c.GlobalRequestID))
+	set("resource_uuid", nullable(c.ResourceUUID))
+	set("roles", roles)
+	set("user_identity", c.userIdentity())
+	set("is_admin_project", c.IsAdminProject)
+	set("auth_url", nullable(c.AuthURL))
+	set("domain_id", nullable(c.DomainID))
+	set("domain_name", nullable(c.DomainName))
+	set("user_domain_id", nullable(c.UserDomainID))
+	set("user_domain_name", nullable(c.UserDomainName))
+	set("user_name", nullable(c.UserName))
+	set("user_id", nullable(c.UserID))
+	set("project_name", nullable(c.ProjectName))
+	set("trust_id", nullable(c.TrustID))
+	set("auth_token_info", tokenInfo)
+	set("password", nullable(c.Password))
+	set("all_tenants", c.AllTenants)
 	return m
 }
 
