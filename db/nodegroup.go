@@ -129,6 +129,29 @@ func (s *Store) GetNodeGroupByName(ctx context.Context, clusterUUID, name string
 }
 
 // ListNodeGroups is list_cluster_nodegroups.
+// ListNodeGroupsOfClusters returns the nodegroups of every cluster in
+// clusterUUIDs, by cluster, each cluster's in id order (ListNodeGroups'
+// order), in one query per 500 clusters: the periodic status sync loads
+// them for every cluster in progress at once instead of one query each.
+func (s *Store) ListNodeGroupsOfClusters(ctx context.Context, clusterUUIDs []string) (map[string][]*objects.NodeGroup, error) {
+	out := make(map[string][]*objects.NodeGroup, len(clusterUUIDs))
+	for chunk := range slices.Chunk(clusterUUIDs, 500) {
+		w := &where{}
+		s.nodegroupTenantFilter(ctx, w)
+		w.in(s.q("cluster_id"), chunk)
+		rows, err := listRows[nodeGroupRow](ctx, s, nodeGroupPage(), w, ListOpts{})
+		if err != nil {
+			return nil, s.wrap("list nodegroups", err)
+		}
+		for i := range rows {
+			ng := rows[i].toObject()
+			resetLoaded(ng)
+			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
+		}
+	}
+	return out, nil
+}
+
 func (s *Store) ListNodeGroups(ctx context.Context, clusterUUID string, opts ListOpts, f NodeGroupFilters) ([]*objects.NodeGroup, error) {
 	w := &where{}
 	s.nodegroupTenantFilter(ctx, w)

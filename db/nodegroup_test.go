@@ -151,3 +151,50 @@ func TestNodeGroupCreateUnsetVersusMarkedZero(t *testing.T) {
 		}
 	})
 }
+
+func TestListNodeGroupsOfClusters(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *db.Store) {
+		ctx := adminCtx()
+		a := cluster("a", "p1", objects.UpdateInProgress)
+		b := cluster("b", "p1", objects.UpdateInProgress)
+		other := cluster("other", "p1", objects.CreateComplete)
+		for _, c := range []*objects.Cluster{a, b, other} {
+			must(t, s.CreateCluster(ctx, c))
+			must(t, s.CreateNodeGroup(ctx, nodegroup(c, "default-master", "master", 1)))
+			must(t, s.CreateNodeGroup(ctx, nodegroup(c, "default-worker", "worker", 2)))
+		}
+		must(t, s.CreateNodeGroup(ctx, nodegroup(a, "extra", "worker", 5)))
+		// 600 unknown clusters first: the lookup runs in two chunks.
+		ids := make([]string, 0, 602)
+		for i := range 600 {
+			ids = append(ids, "00000000-0000-0000-0000-"+strconv.Itoa(100000000000+i))
+		}
+		ids = append(ids, *a.UUID, *b.UUID)
+		got, err := s.ListNodeGroupsOfClusters(ctx, ids)
+		must(t, err)
+		if len(got) != 2 {
+			t.Fatalf("clusters = %d, want 2 (a, b; not the one not asked for)", len(got))
+		}
+		for _, tc := range []struct {
+			c     *objects.Cluster
+			names []string
+		}{{a, []string{"default-master", "default-worker", "extra"}}, {b, []string{"default-master", "default-worker"}}} {
+			want, err := s.ListNodeGroups(ctx, *tc.c.UUID, db.ListOpts{}, db.NodeGroupFilters{})
+			must(t, err)
+			ngs := got[*tc.c.UUID]
+			var names []string
+			for i, ng := range ngs {
+				names = append(names, ng.Name)
+				if ng.ID != want[i].ID || len(objects.Changes(ng)) != 0 || !objects.IsSet(ng, "node_count") {
+					t.Errorf("%s: nodegroup %s differs from ListNodeGroups' or is not as loaded", *tc.c.Name, ng.Name)
+				}
+			}
+			if !slices.Equal(names, tc.names) {
+				t.Errorf("%s: %v, want %v", *tc.c.Name, names, tc.names)
+			}
+		}
+		if none, err := s.ListNodeGroupsOfClusters(ctx, nil); err != nil || len(none) != 0 {
+			t.Errorf("no clusters: %v, %v", none, err)
+		}
+	})
+}

@@ -152,6 +152,20 @@ func (s *memStore) DestroyCluster(_ context.Context, uuid string) error {
 	return nil
 }
 
+func (s *memStore) ListNodeGroupsOfClusters(ctx context.Context, clusterUUIDs []string) (map[string][]*objects.NodeGroup, error) {
+	out := map[string][]*objects.NodeGroup{}
+	for _, u := range clusterUUIDs {
+		ngs, err := s.ListNodeGroups(ctx, u, db.ListOpts{}, db.NodeGroupFilters{})
+		if err != nil {
+			return nil, err
+		}
+		if len(ngs) > 0 {
+			out[u] = ngs
+		}
+	}
+	return out, nil
+}
+
 func (s *memStore) ListNodeGroups(_ context.Context, clusterUUID string, _ db.ListOpts, _ db.NodeGroupFilters) ([]*objects.NodeGroup, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,6 +16,7 @@ type ClusterStore interface {
 	SaveClusterIfStatus(ctx context.Context, c *objects.Cluster, allowed []string) error
 	DestroyCluster(ctx context.Context, uuid string) error
 	ListNodeGroups(ctx context.Context, clusterUUID string, opts db.ListOpts, f db.NodeGroupFilters) ([]*objects.NodeGroup, error)
+	ListNodeGroupsOfClusters(ctx context.Context, clusterUUIDs []string) (map[string][]*objects.NodeGroup, error)
 	SaveNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
 	DestroyNodeGroup(ctx context.Context, clusterUUID, uuid string) error
 }

@@ -138,6 +138,17 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 	}
 	j.d.Metrics.setClusters(j.Name(), counts, syncStatuses)
 	j.d.Metrics.setHandled(j.Name(), len(mine))
+	// One query (per 500 clusters) for all their nodegroups instead of one
+	// per cluster. Clusters in progress refuse new operations, so nothing
+	// else writes these nodegroups while the cycle runs.
+	uuids := make([]string, len(mine))
+	for i, c := range mine {
+		uuids[i] = objects.Deref(c.UUID)
+	}
+	nodegroups, err := j.d.Store.ListNodeGroupsOfClusters(ctx, uuids)
+	if err != nil {
+		return fmt.Errorf("listing the nodegroups of clusters in progress: %w", err)
+	}
 	var templates onceMap[*objects.ClusterTemplate]
 	forEach(ctx, j.o.Workers, mine, func(c *objects.Cluster) {
 		uuid := objects.Deref(c.UUID)
@@ -149,7 +160,7 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 		defer j.inflight.release(uuid)
 		cctx, cancel := context.WithTimeout(ctx, j.o.ClusterTimeout)
 		defer cancel()
-		if stage, err := j.syncOne(cctx, c, &templates); err != nil {
+		if stage, err := j.syncOne(cctx, c, nodegroups[uuid], &templates); err != nil {
 			j.d.Metrics.failure(j.Name(), stage)
 			if errors.Is(err, drivers.ErrNotReady) { // the driver logs its own retries
 				j.d.Log.Debug("cluster status sync waits for its driver", "cluster_uuid", uuid, "error", err)
@@ -179,7 +190,7 @@ func driverFor(ctx context.Context, store ClusterStore, lookup DriverLookup, tem
 	return d, nil
 }
 
-func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
+func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			stage, err = "panic", fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -193,10 +204,6 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, tem
 	d, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
 	if err != nil {
 		return "driver", err
-	}
-	ngs, err := j.d.Store.ListNodeGroups(ctx, uuid, db.ListOpts{}, db.NodeGroupFilters{})
-	if err != nil {
-		return "db", fmt.Errorf("listing nodegroups: %w", err)
 	}
 	prev := c.Status
 	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
