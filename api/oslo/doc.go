@@ -32,6 +32,11 @@ other error is MagnumException (500).
 A failure reply is returned as *exception.Error (remote module, class,
 message, kwargs, code); no reply in time as *oslo.TimeoutError.
 
+The reply queue is declared exactly as oslo declares it, but consumed
+without acknowledgements (oslo's consumer acks each reply): a reply only
+matters to the process that waits for it, so a broker redelivery could only
+reach a process that is gone. No peer sees the difference.
+
 # Notifier
 
 	n, err := oslo.NewNotifier(opts, log) // [oslo_messaging_notifications] driver/topics/transport_url
