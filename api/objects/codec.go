@@ -211,12 +211,7 @@ func Decode(raw any) (Object, error) {
 		if err := setField(o, ci, f, rv); err != nil {
 			return nil, err
 		}
-		fv := fieldValue(o, f)
-		if f.kind == kObject {
-			meta.base.set(f.pos, fv.Interface())
-		} else {
-			meta.base.set(f.pos, primitiveOf(f, fv))
-		}
+		meta.base.take(f, fieldValue(o, f))
 	}
 	var changes []string
 	switch ch := m[KeyChanges].(type) {
@@ -324,16 +319,17 @@ func Clone[T Object](o T) T {
 	if sm.base != nil {
 		dm.base = make(snapshot, len(sm.base))
 		for pos, e := range sm.base {
-			if !e.set {
+			switch {
+			case !e.set:
 				continue
-			}
-			if _, isObj := e.v.(Object); isObj {
+			case ci.fields[pos].kind == kObject:
 				// The snapshot of a child is its identity; the clone's
 				// child is a new object equal to it.
-				dm.base.set(pos, dst.Field(ci.fields[pos].index).Interface())
-				continue
+				e.v = dst.Field(ci.fields[pos].index).Interface()
+			case e.v != nil:
+				e.v = deepCopy(e.v)
 			}
-			dm.base.set(pos, deepCopy(e.v))
+			dm.base[pos] = e
 		}
 	}
 	if sm.declared != nil {

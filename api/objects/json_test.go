@@ -144,7 +144,7 @@ func TestChangesSeeEveryKindOfEdit(t *testing.T) {
 	ng.Labels = map[string]string{"a": "1"}
 	ng.NodeAddresses = []string{"10.0.0.1"}
 	ng.DockerVolumeSize = ptr(int64(10))
-	t1 := t0.In(time.FixedZone("x", 7200))
+	t1 := t0.In(time.FixedZone("x", 7200)).Add(400 * time.Millisecond) // same instant to the second
 	ng.CreatedAt = &t1
 	if got := Changes(ng); len(got) != 0 {
 		t.Errorf("equal values reported as changes: %v", got)

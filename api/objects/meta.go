@@ -61,7 +61,7 @@ func isSet(o Object, f *fieldInfo) bool {
 	if m.declared[f.name] {
 		return true
 	}
-	if _, ok := m.base.get(f.pos); ok {
+	if _, ok := m.base.entry(f.pos); ok {
 		return true
 	}
 	return !isZero(fieldValue(o, f))
@@ -85,13 +85,13 @@ func changed(o Object, f *fieldInfo) bool {
 		return true
 	}
 	v := fieldValue(o, f)
-	prev, had := m.base.get(f.pos)
+	e, had := m.base.entry(f.pos)
 	if f.kind == kObject {
 		if v.IsNil() {
-			return had && prev != nil
+			return had && e.v != nil
 		}
 		child := v.Interface().(Object)
-		if !had || prev != child {
+		if !had || e.v != child {
 			return true
 		}
 		return len(Changes(child)) > 0
@@ -99,69 +99,7 @@ func changed(o Object, f *fieldInfo) bool {
 	if !had {
 		return !isZero(v)
 	}
-	return !samePrimitive(prev, f, v)
-}
-
-// samePrimitive reports whether primitiveOf(f, v) would equal prev (a
-// snapshot taken by ResetChanges), without building that primitive: every
-// object of a list reply is checked for changes, so this must not copy.
-func samePrimitive(prev any, f *fieldInfo, v reflect.Value) bool {
-	if f.ptr {
-		if v.IsNil() {
-			return prev == nil
-		}
-		v = v.Elem()
-	}
-	switch f.kind {
-	case kString, kInt, kEnum:
-		switch v.Kind() {
-		case reflect.String:
-			if f.kind == kEnum && v.Len() == 0 {
-				return prev == nil
-			}
-			p, ok := prev.(string)
-			return ok && p == v.String()
-		case reflect.Int64:
-			p, ok := prev.(int64)
-			return ok && p == v.Int()
-		}
-	case kBool:
-		p, ok := prev.(bool)
-		return ok && p == v.Bool()
-	case kTime:
-		p, ok := prev.(string)
-		var buf [32]byte
-		return ok && string(v.Interface().(time.Time).UTC().AppendFormat(buf[:0], isoTimeLayout)) == p
-	case kDictOfStrings:
-		if v.IsNil() {
-			return prev == nil
-		}
-		p, ok := prev.(map[string]string)
-		if !ok || p == nil || len(p) != v.Len() {
-			return false
-		}
-		for k, s := range v.Interface().(map[string]string) {
-			if ps, ok := p[k]; !ok || ps != s {
-				return false
-			}
-		}
-		return true
-	case kListOfStrings:
-		if v.IsNil() {
-			return prev == nil
-		}
-		p, ok := prev.([]string)
-		if !ok || p == nil || len(p) != v.Len() {
-			return false
-		}
-		for i := range p {
-			if p[i] != v.Index(i).String() {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(prev, primitiveOf(f, v))
+	return !e.same(f, v)
 }
 
 // Changes returns the wire names of the fields of o that changed since it
@@ -192,13 +130,10 @@ func ResetChanges(o Object, fields ...string) {
 		for i := range ci.fields {
 			f := &ci.fields[i]
 			v := fieldValue(o, f)
-			if f.kind == kObject {
-				if !v.IsNil() {
-					m.base.set(f.pos, v.Interface())
-				}
+			if f.kind == kObject && v.IsNil() {
 				continue
 			}
-			m.base.set(f.pos, primitiveOf(f, v))
+			m.base.take(f, v)
 		}
 		return
 	}
@@ -216,12 +151,7 @@ func ResetChanges(o Object, fields ...string) {
 		if m.base == nil {
 			m.base = make(snapshot, len(ci.fields))
 		}
-		v := fieldValue(o, f)
-		if f.kind == kObject {
-			m.base.set(f.pos, v.Interface())
-		} else {
-			m.base.set(f.pos, primitiveOf(f, v))
-		}
+		m.base.take(f, fieldValue(o, f))
 	}
 }
 
@@ -321,25 +251,122 @@ func setFromValue(f *fieldInfo, dv, sv reflect.Value) {
 
 // snapshot is a Meta's record of the fields set at the last reset, indexed
 // by field position: a slice, so that loading a row (which snapshots every
-// field) does not build a map per object.
+// field) does not build a map per object, with scalars held unboxed.
 type snapshot []snapEntry
 
+// snapEntry is one field's value at the last reset, as its primitive
+// would compare: null, a string (strings and enums), a number (integers,
+// booleans, and times as Unix seconds: the primitive has second precision),
+// or, for collections and child objects, v (a copy of the primitive, or the
+// child pointer).
 type snapEntry struct {
-	v   any
-	set bool
+	set  bool
+	null bool
+	s    string
+	n    int64
+	v    any
 }
 
-func (s snapshot) get(pos int) (any, bool) {
+func (s snapshot) entry(pos int) (snapEntry, bool) {
 	if pos >= len(s) {
-		return nil, false
+		return snapEntry{}, false
 	}
-	return s[pos].v, s[pos].set
+	return s[pos], s[pos].set
 }
-
-func (s snapshot) set(pos int, v any) { s[pos] = snapEntry{v: v, set: true} }
 
 func (s snapshot) del(pos int) {
 	if pos < len(s) {
 		s[pos] = snapEntry{}
 	}
+}
+
+// take records field f's current value v.
+func (s snapshot) take(f *fieldInfo, v reflect.Value) {
+	e := snapEntry{set: true}
+	switch f.kind {
+	case kObject:
+		e.v = v.Interface()
+	case kString, kInt, kEnum, kBool, kTime:
+		if f.ptr {
+			if v.IsNil() {
+				e.null = true
+				break
+			}
+			v = v.Elem()
+		}
+		switch {
+		case f.kind == kTime:
+			e.n = v.Interface().(time.Time).Unix()
+		case v.Kind() == reflect.String:
+			e.s = v.String()
+			e.null = f.kind == kEnum && e.s == ""
+		case v.Kind() == reflect.Int64:
+			e.n = v.Int()
+		case v.Kind() == reflect.Bool:
+			if v.Bool() {
+				e.n = 1
+			}
+		}
+	default:
+		e.v = primitiveOf(f, v)
+		e.null = e.v == nil || reflect.ValueOf(e.v).IsNil()
+	}
+	s[f.pos] = e
+}
+
+// same reports whether field f's value v has the primitive e recorded,
+// without building that primitive: every object of a list reply is
+// checked for changes, so this must not allocate.
+func (e snapEntry) same(f *fieldInfo, v reflect.Value) bool {
+	if f.ptr {
+		if v.IsNil() {
+			return e.null
+		}
+		v = v.Elem()
+	}
+	switch f.kind {
+	case kTime:
+		return !e.null && e.n == v.Interface().(time.Time).Unix()
+	case kString, kInt, kEnum, kBool:
+		switch v.Kind() {
+		case reflect.String:
+			if f.kind == kEnum && v.Len() == 0 {
+				return e.null
+			}
+			return !e.null && e.s == v.String()
+		case reflect.Int64:
+			return !e.null && e.n == v.Int()
+		case reflect.Bool:
+			return !e.null && (e.n == 1) == v.Bool()
+		}
+	case kDictOfStrings:
+		if v.IsNil() {
+			return e.null
+		}
+		p, ok := e.v.(map[string]string)
+		if !ok || p == nil || len(p) != v.Len() {
+			return false
+		}
+		for k, s := range v.Interface().(map[string]string) {
+			if ps, ok := p[k]; !ok || ps != s {
+				return false
+			}
+		}
+		return true
+	case kListOfStrings:
+		if v.IsNil() {
+			return e.null
+		}
+		p, ok := e.v.([]string)
+		if !ok || p == nil || len(p) != v.Len() {
+			return false
+		}
+		for i := range p {
+			if p[i] != v.Index(i).String() {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(e.v, primitiveOf(f, v))
 }
