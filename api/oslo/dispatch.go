@@ -39,13 +39,12 @@ type MethodFunc func(ctx context.Context, call *Call) (any, error)
 // endpoint target version (oslo's default target: version 1.0, no
 // namespace).
 type Dispatcher struct {
-	methods   map[string]MethodFunc
-	class     string
-	major     int
-	minor     int
-	rev       int
-	namespace string
-	observe   Observer
+	methods map[string]MethodFunc
+	class   string
+	major   int
+	minor   int
+	rev     int
+	observe Observer
 }
 
 // Observer is told about every request the dispatcher handled: the method

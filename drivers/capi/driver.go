@@ -51,7 +51,6 @@ type Driver struct {
 	notReady         atomic.Pointer[string] // why the last start attempt failed
 }
 
-
 var (
 	_ drivers.Driver                = (*Driver)(nil)
 	_ drivers.MonitorProvider       = (*Driver)(nil)
@@ -273,16 +272,6 @@ func mergedLabels(c *objects.Cluster, t *objects.ClusterTemplate) map[string]str
 }
 
 func credentialSecretName(name string) string { return name + "-cloud-credentials" }
-
-// cachedCluster returns the CAPI Cluster from the cache (nil if absent).
-func (d *Driver) cachedCluster(r ref) *clusterv1.Cluster {
-	o, ok, _ := d.cache.clusters.GetIndexer().GetByKey(clusterKey(r.Namespace, r.Name))
-	if !ok {
-		return nil
-	}
-	cl, _ := o.(*clusterv1.Cluster)
-	return cl
-}
 
 // liveCluster reads the Cluster from the API server (for writes that must
 // not act on a stale cache).
@@ -615,7 +604,6 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	}
 	labels, _ := d.opts.Labels.Parse(c.Labels) // already validated at create; defaults on error
 
-	var masterAddrs, nodeAddrs []string
 	for _, ng := range ngs {
 		var res ngResult
 		var addrs []string
@@ -628,7 +616,6 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 					}
 				}
 			}
-			masterAddrs = append(masterAddrs, addrs...)
 		} else {
 			mdName := mdNameFor(ng)
 			md := obs.Deployments[mdName]
@@ -646,7 +633,6 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
 				ng.NodeCount = int64(*md.Spec.Replicas)
 			}
-			nodeAddrs = append(nodeAddrs, addrs...)
 		}
 		slices.Sort(addrs)
 		if obs.Cluster != nil && !slices.Equal(addrs, ng.NodeAddresses) && (len(addrs) > 0 || ng.NodeAddresses != nil) {

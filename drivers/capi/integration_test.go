@@ -471,11 +471,10 @@ func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
 
 // capi plays the Cluster API controllers: it writes objects and /status.
 type capi struct {
-	t   testing.TB
-	e   *env
-	r   ref
-	c   *objects.Cluster
-	gen map[string]int64
+	t testing.TB
+	e *env
+	r ref
+	c *objects.Cluster
 }
 
 func (p *capi) create(gvr schema.GroupVersionResource, obj any) *unstructured.Unstructured {

@@ -379,6 +379,7 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 		}
 		return ngResult{Status: cur, Reason: "waiting for the MachineDeployment"}
 	}
+	//lint:ignore SA1019 deprecated in v1beta2 but still set on objects converted from v1beta1
 	if md.Status.Phase == string(clusterv1.MachineDeploymentPhaseFailed) {
 		return ngResult{Status: failedOf(cur), Reason: "MachineDeployment failed: " + mdNotReady(md)}
 	}

@@ -215,6 +215,7 @@ func settledMDConds() []metav1.Condition {
 func TestMapWorkerNodeGroup(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	failed := md(1, 1, 3, 0, 0)
+	//lint:ignore SA1019 v1beta1-converted objects still carry the Failed phase
 	failed.Status.Phase = string(clusterv1.MachineDeploymentPhaseFailed)
 	autoscaled := md(1, 1, 4, 4, 4, settledMDConds()...)
 	autoscaled.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "5"}

@@ -47,7 +47,6 @@ func randomName(prefix string) string {
 type database struct {
 	name string
 	url  string // SQLAlchemy URL for magnum.conf
-	conn *sql.DB
 }
 
 func openAdmin(ctx context.Context, addr string) (*sql.DB, error) {
@@ -404,11 +403,3 @@ func createPrimitive(ct *objects.ClusterTemplate, name string) (string, json.Raw
 
 // bytesMiB formats bytes as MiB.
 func bytesMiB(b int64) float64 { return float64(b) / (1 << 20) }
-
-// logTail returns the tail of a server's log for an error report.
-func (s *server) logTail() string {
-	if s.log == nil {
-		return ""
-	}
-	return tail(s.log.String(), 3000)
-}
