@@ -4,79 +4,223 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
-// scanPlans caches, per row type and column list, which struct field each
-// result column scans into.
-type scanPlans struct{ m sync.Map } // planKey -> []int
+// scanPlans caches, per row type and column list, how each result column
+// lands in the row struct.
+type scanPlans struct{ m sync.Map } // planKey -> []colPlan
 
 type planKey struct {
 	typ  reflect.Type
 	cols string
 }
 
-// scanAll reads every row of rows into a new R, scanning each column
-// straight into the R field whose gorm column tag names it (columns without
-// a field are read and dropped). It does what gorm's Find does for these
-// plain row structs at a fraction of the cost: the field pointers are taken
-// once per row, without gorm's per-field reflective setters.
+// colKind is how a column is read and assigned.
+type colKind int
+
+const (
+	colDiscard   colKind = iota // no field: read and dropped
+	colString                   // string
+	colStringPtr                // *string
+	colInt                      // int64
+	colIntPtr                   // *int64
+	colBoolPtr                  // *bool
+	colTimePtr                  // *time.Time
+	colScanner                  // a field implementing sql.Scanner (JSON columns)
+)
+
+type colPlan struct {
+	field int
+	kind  colKind
+}
+
+var scannerType = reflect.TypeFor[sql.Scanner]()
+
+// scanAll reads every row of rows into a new R, each column into the R
+// field whose gorm column tag names it (columns without a field are read
+// and dropped). Strings are read as sql.RawBytes and copied once, other
+// values as the driver returns them and converted here: database/sql's
+// reflective conversion into pointer fields was a quarter of a Cluster.list.
 func scanAll[R any](plans *scanPlans, rows *sql.Rows) ([]R, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
 	}
-	typ := reflect.TypeFor[R]()
-	plan, err := plans.get(typ, cols)
+	plan, err := plans.get(reflect.TypeFor[R](), cols)
 	if err != nil {
 		return nil, err
 	}
-	var out []R
+	raws := make([]sql.RawBytes, len(cols))
+	vals := make([]any, len(cols))
 	dest := make([]any, len(cols))
-	var discard any
+	var out []R
 	for rows.Next() {
-		var r R
-		v := reflect.ValueOf(&r).Elem()
-		for i, fi := range plan {
-			if fi < 0 {
-				dest[i] = &discard
-			} else {
-				dest[i] = v.Field(fi).Addr().Interface()
+		out = append(out, *new(R))
+		v := reflect.ValueOf(&out[len(out)-1]).Elem()
+		for i, p := range plan {
+			switch p.kind {
+			case colString, colStringPtr:
+				dest[i] = &raws[i]
+			case colScanner:
+				dest[i] = v.Field(p.field).Addr().Interface()
+			default:
+				dest[i] = &vals[i]
 			}
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		for i, p := range plan {
+			if err := assign(v.Field(p.field), p.kind, raws[i], vals[i]); err != nil {
+				return nil, fmt.Errorf("db: column %s: %w", cols[i], err)
+			}
+		}
 	}
 	return out, rows.Err()
 }
 
-func (p *scanPlans) get(typ reflect.Type, cols []string) ([]int, error) {
+// assign stores one scanned column into field f.
+func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any) error {
+	switch kind {
+	case colString:
+		f.SetString(string(raw))
+	case colStringPtr:
+		if raw != nil {
+			s := string(raw)
+			*f.Addr().Interface().(**string) = &s
+		}
+	case colInt, colIntPtr:
+		if val == nil {
+			return nil
+		}
+		n, err := asInt(val)
+		if err != nil {
+			return err
+		}
+		if kind == colInt {
+			f.SetInt(n)
+		} else {
+			*f.Addr().Interface().(**int64) = &n
+		}
+	case colBoolPtr:
+		if val == nil {
+			return nil
+		}
+		n, err := asInt(val)
+		if err != nil {
+			return err
+		}
+		b := n != 0
+		*f.Addr().Interface().(**bool) = &b
+	case colTimePtr:
+		if val == nil {
+			return nil
+		}
+		t, err := asTime(val)
+		if err != nil {
+			return err
+		}
+		*f.Addr().Interface().(**time.Time) = &t
+	}
+	return nil
+}
+
+func asInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	case []byte:
+		return strconv.ParseInt(string(x), 10, 64)
+	case string:
+		return strconv.ParseInt(x, 10, 64)
+	}
+	return 0, fmt.Errorf("unexpected %T for an integer", v)
+}
+
+// timeLayouts are the forms a DATETIME may arrive in as text.
+var timeLayouts = [...]string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02"}
+
+func asTime(v any) (time.Time, error) {
+	var s string
+	switch x := v.(type) {
+	case time.Time:
+		return x, nil
+	case []byte:
+		s = string(x)
+	case string:
+		s = x
+	default:
+		return time.Time{}, fmt.Errorf("unexpected %T for a time", v)
+	}
+	for _, l := range timeLayouts {
+		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("cannot read %q as a time", s)
+}
+
+func (p *scanPlans) get(typ reflect.Type, cols []string) ([]colPlan, error) {
 	key := planKey{typ: typ, cols: strings.Join(cols, ",")}
 	if plan, ok := p.m.Load(key); ok {
-		return plan.([]int), nil
+		return plan.([]colPlan), nil
 	}
-	byColumn := map[string]int{}
+	byColumn := map[string]colPlan{}
 	for i := 0; i < typ.NumField(); i++ {
-		for _, part := range strings.Split(typ.Field(i).Tag.Get("gorm"), ";") {
-			if name, ok := strings.CutPrefix(part, "column:"); ok {
-				byColumn[name] = i
+		sf := typ.Field(i)
+		for _, part := range strings.Split(sf.Tag.Get("gorm"), ";") {
+			name, ok := strings.CutPrefix(part, "column:")
+			if !ok {
+				continue
 			}
+			kind, err := kindOf(sf.Type)
+			if err != nil {
+				return nil, fmt.Errorf("db: %s.%s: %w", typ, sf.Name, err)
+			}
+			byColumn[name] = colPlan{field: i, kind: kind}
 		}
 	}
 	if len(byColumn) == 0 {
 		return nil, fmt.Errorf("db: %s has no gorm column tags", typ)
 	}
-	plan := make([]int, len(cols))
+	plan := make([]colPlan, len(cols))
 	for i, c := range cols {
-		fi, ok := byColumn[strings.ToLower(c)]
+		cp, ok := byColumn[strings.ToLower(c)]
 		if !ok {
-			fi = -1
+			cp = colPlan{kind: colDiscard}
 		}
-		plan[i] = fi
+		plan[i] = cp
 	}
 	p.m.Store(key, plan)
 	return plan, nil
+}
+
+func kindOf(t reflect.Type) (colKind, error) {
+	if reflect.PointerTo(t).Implements(scannerType) {
+		return colScanner, nil
+	}
+	switch {
+	case t.Kind() == reflect.String:
+		return colString, nil
+	case t.Kind() == reflect.Int64:
+		return colInt, nil
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String:
+		return colStringPtr, nil
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Int64:
+		return colIntPtr, nil
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Bool:
+		return colBoolPtr, nil
+	case t == reflect.TypeFor[*time.Time]():
+		return colTimePtr, nil
+	}
+	return 0, fmt.Errorf("no column reader for %s", t)
 }

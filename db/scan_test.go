@@ -16,6 +16,9 @@ type scanRow struct {
 	Name    *string    `gorm:"column:name"`
 	Labels  jsonDict   `gorm:"column:labels"`
 	Created *time.Time `gorm:"column:created_at"`
+	Count   *int64     `gorm:"column:count"`
+	Enabled *bool      `gorm:"column:enabled"`
+	Role    string     `gorm:"column:role"`
 	Skipped string     // no column tag: never scanned
 }
 
@@ -30,8 +33,10 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 	defer sdb.Close()
 	ctx := context.Background()
 	for _, q := range []string{
-		`CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(255), labels TEXT, created_at DATETIME, extra TEXT)`,
-		`INSERT INTO t VALUES (1, 'a', '{"k": "v"}', '2026-11-30 01:02:03', 'x'), (2, NULL, NULL, NULL, NULL)`,
+		`CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(255), labels TEXT, created_at DATETIME, extra TEXT,
+			count INTEGER, enabled BOOLEAN, role VARCHAR(10))`,
+		`INSERT INTO t VALUES (1, 'a', '{"k": "v"}', '2026-11-30 01:02:03', 'x', 7, 1, 'master'),
+			(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
 	} {
 		if _, err := sdb.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -53,10 +58,11 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 		}
 		a, b := got[0], got[1]
 		if a.ID != 1 || a.Name == nil || *a.Name != "a" || a.Labels["k"] != "v" || a.Created == nil ||
-			!a.Created.Equal(time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)) || a.Skipped != "" {
+			!a.Created.Equal(time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)) || a.Skipped != "" ||
+			a.Count == nil || *a.Count != 7 || a.Enabled == nil || !*a.Enabled || a.Role != "master" {
 			t.Errorf("row 1 = %+v", a)
 		}
-		if b.ID != 2 || b.Name != nil || b.Labels != nil || b.Created != nil {
+		if b.ID != 2 || b.Name != nil || b.Labels != nil || b.Created != nil || b.Count != nil || b.Enabled != nil || b.Role != "" {
 			t.Errorf("row 2 = %+v", b)
 		}
 	}
@@ -67,5 +73,27 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 	}
 	if _, err := plans.get(reflect.TypeFor[struct{ X int }](), []string{"x"}); err == nil {
 		t.Error("a type without column tags was accepted")
+	}
+}
+
+// TestColumnConversionsOfTextValues: what a driver may hand over as text
+// (MySQL's text protocol) converts like its native form.
+func TestColumnConversionsOfTextValues(t *testing.T) {
+	for _, v := range []any{int64(42), []byte("42"), "42"} {
+		if n, err := asInt(v); err != nil || n != 42 {
+			t.Errorf("asInt(%#v) = %d, %v", v, n, err)
+		}
+	}
+	if _, err := asInt(3.5); err == nil {
+		t.Error("a float was taken as an integer")
+	}
+	want := time.Date(2026, 11, 30, 1, 2, 3, 500000000, time.UTC)
+	for _, v := range []any{want, []byte("2026-11-30 01:02:03.5"), "2026-11-30T01:02:03.5Z"} {
+		if got, err := asTime(v); err != nil || !got.Equal(want) {
+			t.Errorf("asTime(%#v) = %v, %v", v, got, err)
+		}
+	}
+	if _, err := asTime("yesterday"); err == nil {
+		t.Error("text that is no time was taken as one")
 	}
 }
