@@ -15,7 +15,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/openstack/magnum-conductor/api/exception"
-	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/api/request"
 )
 
@@ -453,9 +452,9 @@ func (s *Server) markObsolete(q string) {
 // failure that err becomes.
 func buildReply(msgID string, result any, err error) ([]byte, error) {
 	if err == nil {
-		raw, merr := pyjson.Append(nil, result)
+		body, merr := encodeReply(msgID, result, nil, true)
 		if merr == nil {
-			return encodeReply(msgID, pyjson.Raw(raw), nil, true) // laid out already
+			return body, nil
 		}
 		err = fmt.Errorf("RPC result is not JSON-serializable: %w", merr)
 	}
