@@ -552,6 +552,41 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 	if _, err := ch2.QueueDeclarePassive(s.fanoutQueue, false, false, false, false, nil); err == nil {
 		t.Fatal("fanout queue survived Stop")
 	}
+	ch3, _ := e.raw.Channel()
+	if _, err := ch3.QueueDeclarePassive(e.topic+"."+s.Target().Server, false, false, false, false, nil); err == nil {
+		t.Fatal("the randomly named server queue survived Stop")
+	}
+	ch4, _ := e.raw.Channel()
+	if _, err := ch4.QueueDeclarePassive(e.topic, false, false, false, false, nil); err != nil {
+		t.Fatalf("the shared topic queue must stay: %v", err)
+	}
+}
+
+// TestLiveNamedServerQueueOutlivesStop: a server name set by the operator
+// is reused by the next process, so its queue is left in place.
+func TestLiveNamedServerQueueOutlivesStop(t *testing.T) {
+	e := newEnv(t)
+	name := "fixed-" + uuidHex()[:8]
+	s, err := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic, Server: name}, liveDispatcher(t, newRecorder(), nil), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+name)
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.raw.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclarePassive(e.topic+"."+name, false, false, false, false, nil); err != nil {
+		t.Fatalf("the named server queue was deleted: %v", err)
+	}
 }
 
 func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {

@@ -61,9 +61,12 @@ type Server struct {
 	pub          *publisher
 
 	fanoutQueue string
-	sem         chan struct{}
-	seenMu      sync.Mutex
-	seen        []string // last 16 _unique_id
+	// ownServerQueue is set when the server name was generated here: its
+	// <topic>.<server> queue then belongs to this process alone.
+	ownServerQueue bool
+	sem            chan struct{}
+	seenMu         sync.Mutex
+	seen           []string // last 16 _unique_id
 
 	obsoleteMu sync.Mutex
 	obsolete   map[string]time.Time // reply queues abandoned, until
@@ -95,7 +98,8 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 	if target.Exchange == "" {
 		target.Exchange = opts.ControlExchange
 	}
-	if target.Server == "" {
+	ownServerQueue := target.Server == ""
+	if ownServerQueue {
 		target.Server = NewServerID()
 	}
 	if sopts.GracePeriod <= 0 {
@@ -114,14 +118,15 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 	log = log.With("topic", target.Topic, "server", target.Server)
 	s := &Server{
 		opts: opts, sopts: sopts, target: target, disp: disp, log: log,
-		listenDialer: newDialer(u, opts.Rabbit, "listener", log),
-		pub:          newPublisher(newDialer(u, opts.Rabbit, "reply", log), log),
-		fanoutQueue:  fmt.Sprintf("%s_fanout_%s", target.Topic, uuidHex()),
-		sem:          make(chan struct{}, opts.ExecutorThreadPoolSize),
-		obsolete:     map[string]time.Time{},
-		stopping:     make(chan struct{}),
-		ready:        make(chan struct{}),
-		loopDone:     make(chan struct{}),
+		listenDialer:   newDialer(u, opts.Rabbit, "listener", log),
+		pub:            newPublisher(newDialer(u, opts.Rabbit, "reply", log), log),
+		fanoutQueue:    fmt.Sprintf("%s_fanout_%s", target.Topic, uuidHex()),
+		ownServerQueue: ownServerQueue,
+		sem:            make(chan struct{}, opts.ExecutorThreadPoolSize),
+		obsolete:       map[string]time.Time{},
+		stopping:       make(chan struct{}),
+		ready:          make(chan struct{}),
+		loopDone:       make(chan struct{}),
 	}
 	return s, nil
 }
@@ -244,6 +249,14 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			}
 			if _, err := ch.QueueDelete(s.fanoutQueue, false, false, false); err != nil {
 				s.log.Warn("deleting fanout queue failed", "queue", s.fanoutQueue, "error", err.Error())
+			}
+			// Unlike oslo, also the <topic>.<server> queue when its name was
+			// random: no later process can consume it, and Python's
+			// conductor leaves one behind at every restart.
+			if s.ownServerQueue {
+				if _, err := ch.QueueDelete(queues[1], false, false, false); err != nil {
+					s.log.Warn("deleting server queue failed", "queue", queues[1], "error", err.Error())
+				}
 			}
 			_ = ch.Close()
 			return nil
