@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 // Call is one request as a method sees it.
@@ -318,7 +319,9 @@ func Method[T any](fn func(ctx context.Context, args T) (any, error)) MethodFunc
 					fmt.Sprintf("%s got an unexpected keyword argument '%s'", qual, kw.Name))
 			}
 			seen[kw.Name] = true
-			if err := ob.add(kw.Name, kw.Value); err != nil {
+			// The value is a member of the decoded (valid) message: copied
+			// as it is, only to be unmarshaled below.
+			if err := ob.add(kw.Name, pyjson.Raw(kw.Value)); err != nil {
 				return nil, exception.Builtin("TypeError", err.Error())
 			}
 		}
@@ -336,6 +339,9 @@ func Method[T any](fn func(ctx context.Context, args T) (any, error)) MethodFunc
 				fmt.Sprintf("%s missing %d required positional arguments: %s", qual, len(missing), pyList(missing)))
 		}
 		var args T
+		if len(call.Args) == 0 {
+			return fn(ctx, args) // what unmarshaling {} would give
+		}
 		if err := json.Unmarshal(ob.bytes(), &args); err != nil {
 			return nil, exception.Builtin("TypeError", fmt.Sprintf("%s bad argument: %v", qual, err))
 		}
