@@ -67,7 +67,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (e *testEnv) startServer(d *Dispatcher) *Server {
 	e.t.Helper()
-	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second}, Target{Topic: e.topic}, d, testLogger(e.t))
+	return e.startServerAt(Target{Topic: e.topic}, d)
+}
+
+// startServerAt starts a server on target (a topic of e's), stopped when
+// the test ends if the test has not stopped it.
+func (e *testEnv) startServerAt(target Target, d *Dispatcher) *Server {
+	e.t.Helper()
+	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second}, target, d, testLogger(e.t))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -567,16 +574,9 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 func TestLiveNamedServerQueueOutlivesStop(t *testing.T) {
 	e := newEnv(t)
 	name := "fixed-" + uuidHex()[:8]
-	s, err := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic, Server: name}, liveDispatcher(t, newRecorder(), nil), testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := e.startServerAt(Target{Topic: e.topic, Server: name}, liveDispatcher(t, newRecorder(), nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.cleanups = append(e.cleanups, e.topic+"."+name)
 	if err := s.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
