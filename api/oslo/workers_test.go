@@ -1,0 +1,89 @@
+package oslo
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+func idleWorkers(p *workerPool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
+// waitIdle waits until n workers are idle (they park themselves after
+// their request, on their own goroutine).
+func waitIdle(t *testing.T, p *workerPool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for idleWorkers(p) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle workers, want %d", idleWorkers(p), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestWorkerPoolReusesIdleWorkersAndRetiresThem(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	release := make(chan struct{})
+	p := &workerPool{serve: func(b []byte) {
+		if string(b) == "block" {
+			<-release
+		}
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+	}}
+
+	// Sequential requests reuse one worker.
+	for _, b := range []string{"a", "b", "c"} {
+		p.run([]byte(b))
+		waitIdle(t, p, 1)
+	}
+	// Concurrent ones need more: two blocked requests, then a third.
+	p.run([]byte("block"))
+	p.run([]byte("block"))
+	waitIdle(t, p, 0)
+	p.run([]byte("d"))
+	waitIdle(t, p, 1)
+	close(release)
+	waitIdle(t, p, 3)
+	mu.Lock()
+	if len(got) != 6 {
+		t.Fatalf("served %v", got)
+	}
+	mu.Unlock()
+
+	// Workers idle since before the cutoff are retired; recent ones stay.
+	p.reap(time.Now().Add(-time.Hour))
+	if n := idleWorkers(p); n != 3 {
+		t.Fatalf("reaping nothing left %d idle", n)
+	}
+	p.reap(time.Now().Add(time.Second))
+	if n := idleWorkers(p); n != 0 {
+		t.Fatalf("reaping all left %d idle", n)
+	}
+}
+
+func TestWorkerPoolStopsIdlingWhenClosed(t *testing.T) {
+	release := make(chan struct{})
+	served := make(chan struct{}, 1)
+	p := &workerPool{serve: func([]byte) { <-release; served <- struct{}{} }}
+	p.run([]byte("x")) // busy while the pool closes
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.reapIdle(ctx); close(done) }()
+	cancel()
+	<-done
+	close(release)
+	<-served
+	time.Sleep(10 * time.Millisecond) // let the worker return instead of parking
+	if n := idleWorkers(p); n != 0 {
+		t.Fatalf("a worker parked itself in a closed pool: %d idle", n)
+	}
+}
