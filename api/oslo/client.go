@@ -258,11 +258,10 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 		c.mu.Unlock()
 	}()
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	// The broker's confirm of the request is awaited beside the reply, not
-	// before it: the reply often arrives first (the broker may delay
-	// confirms of persistent messages).
+	// sendCtx carries the call's deadline, for sending and for waiting (one
+	// timer per call). The broker's confirm of the request is awaited beside
+	// the reply, not before it: the reply often arrives first (the broker may
+	// delay confirms of persistent messages).
 	sendCtx, cancelSend := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	ip, err := c.pub.start(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
 	if err != nil {
@@ -275,17 +274,15 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	var confirmed <-chan struct{}
 	if ip != nil {
 		confirmed = ip.confirmed()
-		defer func() {
-			if confirmed != nil {
-				// The reply came first: collect the confirm in the background.
-				go func() { _ = ip.finish(sendCtx); cancelSend() }()
-			} else {
-				cancelSend()
-			}
-		}()
-	} else {
-		cancelSend()
 	}
+	defer func() {
+		if confirmed != nil {
+			// The reply came first: collect the confirm in the background.
+			go func() { _ = ip.finish(sendCtx); cancelSend() }()
+		} else {
+			cancelSend()
+		}
+	}()
 	var cm <-chan time.Time
 	var cmTimer *time.Timer
 	if o.CallMonitorTimeout > 0 {
@@ -320,7 +317,7 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 				}
 				return result, nil
 			}
-		case <-timer.C:
+		case <-sendCtx.Done():
 			return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
 		case <-cm:
 			return nil, &TimeoutError{MsgID: msgID, Method: method, After: o.CallMonitorTimeout}
