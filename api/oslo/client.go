@@ -59,6 +59,8 @@ type Client struct {
 	replyCancel context.CancelFunc
 	replyDone   chan struct{}
 	seen        []string
+	// finishers collect the confirms of requests whose reply came first.
+	finishers workerPool
 }
 
 // NewClient builds a client on the RPC transport of opts. Nothing is
@@ -278,7 +280,7 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	defer func() {
 		if confirmed != nil {
 			// The reply came first: collect the confirm in the background.
-			go func() { _ = ip.finish(sendCtx); cancelSend() }()
+			c.finishers.run(func() { _ = ip.finish(sendCtx); cancelSend() })
 		} else {
 			cancelSend()
 		}
@@ -330,7 +332,10 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 // startReplies starts the reply consumer once and waits until it
 // consumes.
 func (c *Client) startReplies(ctx context.Context) error {
-	c.replyOnce.Do(func() { go c.replyLoop() })
+	c.replyOnce.Do(func() {
+		go c.replyLoop()
+		go c.finishers.reapIdle(c.replyCtx) // both end with Close
+	})
 	select {
 	case <-c.replyReady:
 		return c.replyCtx.Err()

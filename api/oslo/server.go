@@ -129,7 +129,7 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 		ready:          make(chan struct{}),
 		loopDone:       make(chan struct{}),
 	}
-	s.workers = &workerPool{serve: s.serve}
+	s.workers = &workerPool{}
 	return s, nil
 }
 
@@ -331,88 +331,8 @@ func (s *Server) receive(ch *amqp.Channel, batch []amqp.Delivery) {
 			return
 		}
 		s.inflight.Add(1)
-		s.workers.run(d.Body)
-	}
-}
-
-// workerIdle is how long a worker may stay idle before it exits: under
-// load requests reuse workers (and the stacks they have grown already)
-// instead of starting a goroutine each; an idle server keeps none.
-const workerIdle = 10 * time.Second
-
-// workerPool hands requests to idle workers, most recently used first, and
-// starts a worker when none is idle (the listener's worker slots bound how
-// many are busy). Idle workers are retired by reap, not by a timer per
-// request.
-type workerPool struct {
-	serve  func([]byte)
-	mu     sync.Mutex
-	idle   []*worker // most recently used last
-	closed bool      // no more idling: workers exit after their request
-}
-
-type worker struct {
-	in       chan []byte // buffered: the hand-over never blocks
-	lastUsed time.Time
-}
-
-func (p *workerPool) run(body []byte) {
-	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
-		w := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		w.in <- body
-		return
-	}
-	p.mu.Unlock()
-	w := &worker{in: make(chan []byte, 1)}
-	w.in <- body
-	go p.loop(w)
-}
-
-func (p *workerPool) loop(w *worker) {
-	for body := range w.in {
-		p.serve(body)
-		w.lastUsed = time.Now()
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return
-		}
-		p.idle = append(p.idle, w)
-		p.mu.Unlock()
-	}
-}
-
-// reap retires the workers idle since before cutoff (all of them with the
-// zero time).
-func (p *workerPool) reap(cutoff time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for n < len(p.idle) && (cutoff.IsZero() || p.idle[n].lastUsed.Before(cutoff)) {
-		close(p.idle[n].in)
-		n++
-	}
-	p.idle = append(p.idle[:0], p.idle[n:]...)
-}
-
-// reapIdle retires idle workers every workerIdle until ctx ends, then all.
-func (p *workerPool) reapIdle(ctx context.Context) {
-	t := time.NewTicker(workerIdle)
-	defer t.Stop()
-	for {
-		select {
-		case now := <-t.C:
-			p.reap(now.Add(-workerIdle))
-		case <-ctx.Done():
-			p.mu.Lock()
-			p.closed = true
-			p.mu.Unlock()
-			p.reap(time.Time{})
-			return
-		}
+		body := d.Body
+		s.workers.run(func() { s.serve(body) })
 	}
 }
 

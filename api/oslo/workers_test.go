@@ -31,25 +31,28 @@ func TestWorkerPoolReusesIdleWorkersAndRetiresThem(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	release := make(chan struct{})
-	p := &workerPool{serve: func(b []byte) {
-		if string(b) == "block" {
-			<-release
+	p := &workerPool{}
+	task := func(b string) func() {
+		return func() {
+			if b == "block" {
+				<-release
+			}
+			mu.Lock()
+			got = append(got, b)
+			mu.Unlock()
 		}
-		mu.Lock()
-		got = append(got, string(b))
-		mu.Unlock()
-	}}
+	}
 
 	// Sequential requests reuse one worker.
 	for _, b := range []string{"a", "b", "c"} {
-		p.run([]byte(b))
+		p.run(task(b))
 		waitIdle(t, p, 1)
 	}
 	// Concurrent ones need more: two blocked requests, then a third.
-	p.run([]byte("block"))
-	p.run([]byte("block"))
+	p.run(task("block"))
+	p.run(task("block"))
 	waitIdle(t, p, 0)
-	p.run([]byte("d"))
+	p.run(task("d"))
 	waitIdle(t, p, 1)
 	close(release)
 	waitIdle(t, p, 3)
@@ -73,8 +76,8 @@ func TestWorkerPoolReusesIdleWorkersAndRetiresThem(t *testing.T) {
 func TestWorkerPoolStopsIdlingWhenClosed(t *testing.T) {
 	release := make(chan struct{})
 	served := make(chan struct{}, 1)
-	p := &workerPool{serve: func([]byte) { <-release; served <- struct{}{} }}
-	p.run([]byte("x")) // busy while the pool closes
+	p := &workerPool{}
+	p.run(func() { <-release; served <- struct{}{} }) // busy while the pool closes
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.reapIdle(ctx); close(done) }()
