@@ -197,8 +197,13 @@ def wait_until(ctx, cluster_uuid, check, timeout=60):
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
-        c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
+        # Nodegroups first: the handlers mark the cluster in progress before
+        # they touch a nodegroup, so a cluster read after its nodegroups is
+        # never older than them (read the other way round, a nodegroup
+        # delete could be seen done while the cluster still showed the
+        # previous operation's COMPLETE).
         ngs = objects.NodeGroup.list(ctx, cluster_uuid)
+        c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
         last = (c.status, sorted((n.name, n.status, n.node_count) for n in ngs))
         got = check(c, ngs)
         if got is not None:
@@ -252,11 +257,15 @@ def scenario_lifecycle(ctx, seed):
               if n.role != 'master' and n.is_default][0]
     emit('cluster_resize_async',
          lambda: api.cluster_resize_async(cl, 1, [], worker))
+    # The nodegroup's own status too: Magnum saves the new node_count
+    # before it marks the cluster in progress, so count and cluster status
+    # alone can be seen before the resize was even handled.
     emit('wait_resize_complete', lambda: wait_until(
         ctx, cl.uuid, lambda c, ngs: (c.status, [
             n.node_count for n in ngs if n.uuid == worker.uuid])
         if c.status == 'UPDATE_COMPLETE' and [
-            n.node_count for n in ngs if n.uuid == worker.uuid] == [1]
+            (n.node_count, n.status) for n in ngs if n.uuid == worker.uuid]
+        == [(1, 'UPDATE_COMPLETE')]
         else None))
 
     # An extra nodegroup, created and deleted.
