@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -66,27 +65,7 @@ func TestMain(m *testing.M) {
 }
 
 func startServer(ctx context.Context) (*apitest.Server, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	version, err := apitest.CAPIVersion(ctx, wd)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := apitest.CAPIModuleDir(ctx, version)
-	if err != nil {
-		return nil, err
-	}
-	files, err := apitest.CRDFiles(dir, filepath.Join(wd, "testdata/crds/capo"), filepath.Join(wd, "testdata/crds/extra"))
-	if err != nil {
-		return nil, err
-	}
-	logf := func(string, ...any) {}
-	if testing.Verbose() {
-		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-	}
-	return apitest.Start(ctx, logf, files)
+	return apitest.StartWithCRDs(ctx, "testdata/crds", testing.Verbose())
 }
 
 func needServer(t testing.TB) {

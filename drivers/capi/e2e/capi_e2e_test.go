@@ -80,28 +80,7 @@ func TestMain(m *testing.M) {
 }
 
 func startServer(ctx context.Context) (*apitest.Server, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	version, err := apitest.CAPIVersion(ctx, wd)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := apitest.CAPIModuleDir(ctx, version)
-	if err != nil {
-		return nil, err
-	}
-	testdata := filepath.Join(wd, "..", "testdata", "crds")
-	files, err := apitest.CRDFiles(dir, filepath.Join(testdata, "capo"), filepath.Join(testdata, "extra"))
-	if err != nil {
-		return nil, err
-	}
-	logf := func(string, ...any) {}
-	if testing.Verbose() {
-		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-	}
-	return apitest.Start(ctx, logf, files)
+	return apitest.StartWithCRDs(ctx, filepath.Join("..", "testdata", "crds"), testing.Verbose())
 }
 
 var (

@@ -110,6 +110,35 @@ func CAPIVersion(ctx context.Context, moduleDir string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// StartWithCRDs is what a test binary's TestMain runs: it finds the
+// Cluster API version the main module requires, its CRDs in the module
+// cache, the CAPO and extra CRDs under crdTestdata (its capo/ and extra/
+// directories), and starts the server with them. Progress is logged to
+// stderr when verbose.
+func StartWithCRDs(ctx context.Context, crdTestdata string, verbose bool) (*Server, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	version, err := CAPIVersion(ctx, wd)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := CAPIModuleDir(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	files, err := CRDFiles(dir, filepath.Join(crdTestdata, "capo"), filepath.Join(crdTestdata, "extra"))
+	if err != nil {
+		return nil, err
+	}
+	logf := func(string, ...any) {}
+	if verbose {
+		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	}
+	return Start(ctx, logf, files)
+}
+
 // serverModule is the test server's module, relative to the root of the
 // magnum-conductor module.
 const serverModule = "test/kubeapiserver"
