@@ -57,7 +57,7 @@ func (e *DecodeError) Error() string { return "undecodable RPC message: " + e.Re
 // "oslo.message" of an envelope, or body itself when it has no envelope
 // (oslo's deserialize_msg).
 func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
-	if inner, ok := fastEnvelopeMessage(body); ok && json.Valid(inner) {
+	if inner, ok := fastEnvelopeMessage(body); ok {
 		if msg, ok := splitObject(inner); ok {
 			return msg, nil
 		}
@@ -104,7 +104,7 @@ func unwrapEnvelope(body []byte) (map[string]json.RawMessage, error) {
 func DecodeRequest(body []byte) (*Request, error) {
 	// Fast path: the envelope exactly as oslo.messaging writes it, read
 	// member by member into the Request without an intermediate map.
-	if inner, ok := fastEnvelopeMessage(body); ok && json.Valid(inner) {
+	if inner, ok := fastEnvelopeMessage(body); ok {
 		req := &Request{Context: make(map[string]any, 32)}
 		if forEachMember(inner, req.set) {
 			return req, nil
@@ -211,21 +211,37 @@ type replyMessage struct {
 }
 
 // encodeReply builds the enveloped body of a reply; result is any value
-// pyjson.Append takes (a pyjson.Raw is copied as it is).
+// pyjson.Append takes (a pyjson.Raw is copied as it is). The inner message
+// is escaped straight into the envelope: a list-sized result is copied
+// once, not laid out first and escaped afterwards.
 func encodeReply(msgID string, result any, failure *string, ending bool) ([]byte, error) {
-	var ob orderedObject
-	if err := ob.add("result", result); err != nil {
-		return nil, err
+	res, ok := result.(pyjson.Raw)
+	if !ok {
+		var err error
+		if res, err = pyjson.Append(nil, result); err != nil {
+			return nil, fmt.Errorf("encoding %q: %w", "result", err)
+		}
 	}
+	if len(res) == 0 {
+		res = pyjson.Raw("null")
+	}
+	// The members after result, as orderedObject lays them out.
+	rest := orderedObject{buf: make([]byte, 0, 160), count: 1}
 	if failure != nil {
-		_ = ob.add("failure", *failure)
+		_ = rest.add("failure", *failure)
 	} else {
-		_ = ob.add("failure", nil)
+		_ = rest.add("failure", nil)
 	}
-	_ = ob.add("ending", ending)
-	_ = ob.add("_msg_id", msgID)
-	_ = ob.add("_unique_id", uuidHex())
-	return wrapEnvelope(ob.bytes())
+	_ = rest.add("ending", ending)
+	_ = rest.add("_msg_id", msgID)
+	_ = rest.add("_unique_id", uuidHex())
+	const head = `{"result": `
+	out := make([]byte, 0, len(envelopePrefix)+len(head)+len(res)+len(res)/4+2*len(rest.buf)+8)
+	out = append(out, envelopePrefix...)
+	out = pyjson.AppendStringBody(out, head)
+	out = pyjson.AppendStringBody(out, unsafe.String(unsafe.SliceData(res), len(res)))
+	out = pyjson.AppendStringBody(out, unsafe.String(unsafe.SliceData(rest.buf), len(rest.buf)))
+	return append(out, `}"}`...), nil
 }
 
 // orderedObject appends key/value pairs to a JSON object in order, laid

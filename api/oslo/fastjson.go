@@ -46,13 +46,16 @@ func fastEnvelopeMessage(body []byte) ([]byte, bool) {
 	in := body[len(envelopePrefix) : len(body)-2]
 	out := make([]byte, 0, len(in))
 	for i := 0; i < len(in); i++ {
-		c := in[i]
-		switch {
-		case c == '"' || c < 0x20:
+		start := i
+		for i < len(in) && plainStringByte[in[i]] {
+			i++
+		}
+		out = append(out, in[start:i]...)
+		if i >= len(in) {
+			break
+		}
+		if in[i] != '\\' { // '"' or a control character
 			return nil, false
-		case c != '\\':
-			out = append(out, c)
-			continue
 		}
 		i++
 		if i >= len(in) {
@@ -118,8 +121,8 @@ func hex4(b []byte, i int) (rune, bool) {
 }
 
 // splitObject splits a JSON object into its top-level members without
-// decoding the values. b must already be valid JSON (json.Valid); ok is
-// false when it is not an object. Values alias b.
+// decoding the values; ok is false when b is not exactly one valid JSON
+// object (surrounding whitespace aside). Values alias b.
 func splitObject(b []byte) (map[string]json.RawMessage, bool) {
 	m := make(map[string]json.RawMessage, 16)
 	if !forEachMember(b, func(k string, v json.RawMessage) { m[k] = v }) {
@@ -128,10 +131,11 @@ func splitObject(b []byte) (map[string]json.RawMessage, bool) {
 	return m, true
 }
 
-// forEachMember calls fn with each member of the JSON object b (already
-// known to be valid JSON) in order; a later duplicate key is passed again,
-// so the last one wins as with encoding/json. It returns false when b is
-// not an object.
+// forEachMember calls fn with each member of the JSON object b in order; a
+// later duplicate key is passed again, so the last one wins as with
+// encoding/json. It validates b as it goes, accepting exactly what
+// json.Valid accepts, and returns false when b is not one valid JSON
+// object: fn may then have seen some members, which the caller discards.
 func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -139,13 +143,16 @@ func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
 	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return true
+		return skipWS(b, i+1) == len(b)
 	}
 	for i < len(b) {
 		if b[i] != '"' {
 			return false
 		}
-		end := scanString(b, i)
+		end, ok := validString(b, i)
+		if !ok {
+			return false
+		}
 		rawKey := b[i:end]
 		var key string
 		if bytes.IndexByte(rawKey, '\\') < 0 && utf8.Valid(rawKey) {
@@ -158,7 +165,10 @@ func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
 			return false
 		}
 		i = skipWS(b, i+1)
-		vend := scanValue(b, i)
+		vend, ok := validValue(b, i, 1)
+		if !ok {
+			return false
+		}
 		fn(key, json.RawMessage(b[i:vend]))
 		i = skipWS(b, vend)
 		if i >= len(b) {
@@ -168,7 +178,7 @@ func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
-			return true
+			return skipWS(b, i+1) == len(b)
 		default:
 			return false
 		}
@@ -183,53 +193,177 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// scanString returns the index after the string starting at b[i] == '"'.
-func scanString(b []byte, i int) int {
+// maxNestingDepth is encoding/json's limit on nested arrays and objects.
+const maxNestingDepth = 10000
+
+// plainStringByte is true for the bytes a JSON string holds as they are:
+// everything but control characters, '"' and '\\' (encoding/json does not
+// check UTF-8 either).
+var plainStringByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// validString returns the index after the JSON string starting at
+// b[i] == '"', and whether it is valid JSON.
+func validString(b []byte, i int) (int, bool) {
 	for i++; i < len(b); i++ {
+		for i < len(b) && plainStringByte[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch b[i] {
+		case '"':
+			return i + 1, true
 		case '\\':
 			i++
-		case '"':
-			return i + 1
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, ok := hex4(b, i+1); !ok {
+					return i, false
+				}
+				i += 4
+			default:
+				return i, false
+			}
+		default: // a control character
+			return i, false
 		}
 	}
-	return len(b)
+	return i, false
 }
 
-// scanValue returns the index after the JSON value starting at b[i].
-func scanValue(b []byte, i int) int {
+// validValue returns the index after the JSON value starting at b[i] and
+// whether it is valid JSON; depth is the nesting depth of b[i]'s container.
+func validValue(b []byte, i, depth int) (int, bool) {
 	if i >= len(b) {
-		return i
+		return i, false
 	}
-	switch b[i] {
-	case '"':
-		return scanString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = scanString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
+	switch c := b[i]; {
+	case c == '"':
+		return validString(b, i)
+	case c == '{':
+		if depth >= maxNestingDepth {
+			return i, false
 		}
-		return i
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		for i < len(b) && b[i] == '"' {
+			var ok bool
+			if i, ok = validString(b, i); !ok {
+				return i, false
+			}
+			i = skipWS(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return i, false
+			}
+			if i, ok = validValue(b, skipWS(b, i+1), depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+			case '}':
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+		return i, false
+	case c == '[':
+		if depth >= maxNestingDepth {
+			return i, false
+		}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = validValue(b, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+			case ']':
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		return validNumber(b, i)
+	case c == 't':
+		return validLiteral(b, i, "true")
+	case c == 'f':
+		return validLiteral(b, i, "false")
+	case c == 'n':
+		return validLiteral(b, i, "null")
+	}
+	return i, false
+}
+
+func validLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return i, false
+}
+
+// validNumber checks JSON's number grammar:
+// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+func validNumber(b []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i, _ = digits(i)
 	default:
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
+		return i, false
+	}
+	var ok bool
+	if i < len(b) && b[i] == '.' {
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		return i
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
 	}
+	return i, true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -128,11 +129,16 @@ func FuzzSplitObjectMatchesEncodingJSON(f *testing.F) {
 	}
 	f.Add([]byte(`{"a\"b": [1, {"c": "}"}], "d": -1.5e3, "e": "\\\"", "a\"b": null}`))
 	f.Add([]byte(` { } `))
+	f.Add([]byte(`{"a": 1} x`))
+	f.Add([]byte(`{"a": [1, 2,]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := splitObject(b)
 		if !json.Valid(b) {
+			if ok {
+				t.Fatalf("splitObject accepted %q, which is not valid JSON", b)
+			}
 			return
 		}
-		got, ok := splitObject(b)
 		var want map[string]json.RawMessage
 		err := json.Unmarshal(b, &want)
 		if (err == nil && want != nil) != ok {
@@ -162,8 +168,8 @@ func FuzzDecodeRequestMatchesEncodingJSON(f *testing.F) {
 	f.Add([]byte(`{"oslo.version": "2.0", "oslo.message": "{\"method\": \"a\", \"method\": \"b\", \"_context_x\": 1, \"_context_x\": null}"}`))
 	f.Add([]byte(`{"oslo.version": "2.0", "oslo.message": "{\"_msg_id\": \"\\u00e9\", \"_timeout\": 30, \"z\": [1, {\"k\": \"v\"}]}"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		inner, ok := fastEnvelopeMessage(body)
-		if !ok || !json.Valid(inner) || !utf8.Valid(body) {
+		_, ok := fastEnvelopeMessage(body)
+		if !ok || !utf8.Valid(body) {
 			return // (invalid UTF-8: encoding/json substitutes U+FFFD, the fast path keeps the bytes)
 		}
 		got, err := DecodeRequest(body)
@@ -208,4 +214,38 @@ func FuzzDecodeRequestMatchesEncodingJSON(f *testing.F) {
 			t.Fatalf("DecodeRequest(%q)\n got %+v\nwant %+v", body, g, w)
 		}
 	})
+}
+
+// FuzzValidValueMatchesEncodingJSON: the validating scanner the fast paths
+// use accepts exactly what json.Valid accepts.
+func FuzzValidValueMatchesEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`0`, `-0`, `01`, `-`, `1.`, `1.5e`, `1.5E+7`, `-12.5e-3`, `1e999`, `.5`, `+1`,
+		`"a\u00e9\"\\\/\b\f\n\r\t"`, `"\x"`, `"\u12g4"`, "\"\x01\"", "\"\xff\xfe\"", `"abc`,
+		`true`, `tru`, `falsey`, `null`, ` [ ] `, `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{1: 2}`, `{"a": [1, {"b": null}]}`,
+		`[1] [2]`, "\t{ }\r\n", ``, ` `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkValidMatchesEncodingJSON)
+}
+
+// TestValidValueNestingLimit: encoding/json's depth limit, at and past it.
+func TestValidValueNestingLimit(t *testing.T) {
+	for _, n := range []int{maxNestingDepth, maxNestingDepth + 1} {
+		checkValidMatchesEncodingJSON(t, []byte(strings.Repeat("[", n)+strings.Repeat("]", n)))
+		checkValidMatchesEncodingJSON(t, []byte(strings.Repeat(`{"a":`, n)+"1"+strings.Repeat("}", n)))
+	}
+}
+
+func checkValidMatchesEncodingJSON(t *testing.T, b []byte) {
+	end, ok := validValue(b, skipWS(b, 0), 0)
+	got := ok && skipWS(b, end) == len(b)
+	if want := json.Valid(b); got != want {
+		t.Fatalf("validValue(%.200q) = %v, json.Valid = %v", b, got, want)
+	}
+	obj := forEachMember(b, func(string, json.RawMessage) {})
+	if want := got && b[skipWS(b, 0)] == '{'; obj != want {
+		t.Fatalf("forEachMember(%.200q) = %v, want %v", b, obj, want)
+	}
 }

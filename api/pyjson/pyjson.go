@@ -30,6 +30,15 @@ func (r Raw) MarshalJSON() ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// asIs is true for the bytes Python's ensure_ascii writes as they are: ' '
+// to '~' except '"' and '\\'.
+var asIs = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // AppendString appends s as a JSON string the way Python's json.dumps
 // writes it (ensure_ascii: everything outside ' '..'~' escaped, as
 // \uXXXX with surrogate pairs for non-BMP runes).
@@ -43,11 +52,13 @@ func AppendString(dst []byte, s string) []byte {
 func AppendStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+		for i < len(s) && asIs[s[i]] {
 			i++
-			continue
 		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
 		dst = append(dst, s[start:i]...)
 		switch {
 		case c == '"':
