@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/openstack/magnum-conductor/api/exception"
@@ -35,6 +36,10 @@ type Request struct {
 
 // MethodName returns the method as a string and whether it is one.
 func (r *Request) MethodName() (string, bool) {
+	if m := r.Method; len(m) >= 2 && m[0] == '"' && m[len(m)-1] == '"' &&
+		bytes.IndexByte(m[1:len(m)-1], '\\') < 0 && bytes.IndexByte(m[1:len(m)-1], '"') < 0 && utf8.Valid(m) {
+		return string(m[1 : len(m)-1]), true
+	}
 	var s string
 	if len(r.Method) == 0 || json.Unmarshal(r.Method, &s) != nil {
 		return "", false

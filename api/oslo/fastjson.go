@@ -3,32 +3,115 @@ package oslo
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// fastJSONValue decodes the common context values (null, booleans, strings
-// without escapes) without encoding/json; anything else is unmarshaled.
+// fastJSONValue decodes a context value as encoding/json decodes it into
+// an any (objects as map[string]any, arrays as []any, numbers as
+// float64); ok is false when encoding/json would fail. Strings without
+// escapes and plain ASCII, and everything built of them, are decoded here;
+// anything else goes through encoding/json.
 func fastJSONValue(raw json.RawMessage) (any, bool) {
-	raw = bytes.TrimSpace(raw)
-	switch {
-	case len(raw) == 0:
+	for len(raw) > 0 && isWS(raw[0]) {
+		raw = raw[1:]
+	}
+	for len(raw) > 0 && isWS(raw[len(raw)-1]) {
+		raw = raw[:len(raw)-1]
+	}
+	if len(raw) == 0 {
 		return nil, false
-	case string(raw) == "null":
-		return nil, true
-	case string(raw) == "true":
-		return true, true
-	case string(raw) == "false":
-		return false, true
-	case raw[0] == '"' && len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw):
-		return string(raw[1 : len(raw)-1]), true
+	}
+	if end, ok := validValue(raw, 0, 0); !ok || end != len(raw) {
+		return nil, false
+	}
+	if v, ok := decodeValid(raw, 0); ok {
+		return v.v, true
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, false
 	}
 	return v, true
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// decoded is a value decodeValid read and the index after it.
+type decoded struct {
+	v   any
+	end int
+}
+
+// decodeValid decodes the valid JSON value at b[i]; ok is false for what
+// it leaves to encoding/json (escaped or non-ASCII strings, numbers
+// outside float64).
+func decodeValid(b []byte, i int) (decoded, bool) {
+	switch c := b[i]; {
+	case c == '"':
+		j := i + 1
+		for j < len(b) && b[j] != '"' {
+			if b[j] == '\\' || b[j] >= 0x80 {
+				return decoded{}, false
+			}
+			j++
+		}
+		return decoded{string(b[i+1 : j]), j + 1}, true
+	case c == '{':
+		m := map[string]any{}
+		i = skipWS(b, i+1)
+		if b[i] == '}' {
+			return decoded{m, i + 1}, true
+		}
+		for {
+			k, ok := decodeValid(b, i)
+			if !ok {
+				return decoded{}, false
+			}
+			v, ok := decodeValid(b, skipWS(b, skipWS(b, k.end)+1))
+			if !ok {
+				return decoded{}, false
+			}
+			m[k.v.(string)] = v.v
+			i = skipWS(b, v.end)
+			if b[i] == '}' {
+				return decoded{m, i + 1}, true
+			}
+			i = skipWS(b, i+1)
+		}
+	case c == '[':
+		a := []any{}
+		i = skipWS(b, i+1)
+		if b[i] == ']' {
+			return decoded{a, i + 1}, true
+		}
+		for {
+			v, ok := decodeValid(b, i)
+			if !ok {
+				return decoded{}, false
+			}
+			a = append(a, v.v)
+			i = skipWS(b, v.end)
+			if b[i] == ']' {
+				return decoded{a, i + 1}, true
+			}
+			i = skipWS(b, i+1)
+		}
+	case c == 't':
+		return decoded{true, i + 4}, true
+	case c == 'f':
+		return decoded{false, i + 5}, true
+	case c == 'n':
+		return decoded{nil, i + 4}, true
+	default:
+		end, _ := validNumber(b, i)
+		f, err := strconv.ParseFloat(string(b[i:end]), 64)
+		if err != nil {
+			return decoded{}, false
+		}
+		return decoded{f, end}, true
+	}
 }
 
 // envelopePrefix is how both oslo.messaging and this package start an

@@ -249,3 +249,23 @@ func checkValidMatchesEncodingJSON(t *testing.T, b []byte) {
 		t.Fatalf("forEachMember(%.200q) = %v, want %v", b, obj, want)
 	}
 }
+
+// FuzzFastJSONValueMatchesEncodingJSON: context values decode exactly as
+// encoding/json decodes them into an any.
+func FuzzFastJSONValueMatchesEncodingJSON(f *testing.F) {
+	for _, s := range []string{`null`, `true`, ` false `, `"admin"`, `["admin", "member"]`, `[]`, `{}`, `1`, `-0`,
+		`2.5e-3`, `1e999`, `{"a": [1, {"b": "c\n"}], "a": 2}`, `"é"`, "\"\xff\"", `[1, "x", null, [true]]`, `tru`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := fastJSONValue(b)
+		var want any
+		err := json.Unmarshal(b, &want)
+		if ok != (err == nil) {
+			t.Fatalf("fastJSONValue(%q) ok=%v, encoding/json: %v", b, ok, err)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("fastJSONValue(%q) = %#v, encoding/json %#v", b, got, want)
+		}
+	})
+}
