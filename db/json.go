@@ -37,6 +37,10 @@ func (d *jsonDict) Scan(src any) error {
 		*d = nil
 		return err
 	}
+	if string(b) == "{}" { // what most rows hold
+		*d = jsonDict{}
+		return nil
+	}
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return fmt.Errorf("db: JSON dict column: %w", err)

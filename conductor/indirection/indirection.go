@@ -179,12 +179,15 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 	// Objects are written straight to Python-layout JSON (pyjson.Raw), which
 	// the RPC server copies into the reply as it is: a list of a few hundred
 	// clusters is the largest reply the conductor sends.
-	enc := func(o objects.Object) (any, error) {
+	opts := func(o objects.Object) objects.EncodeOptions {
 		v := manifest[o.ObjName()]
 		if o.ObjName() == objname {
 			v = objver
 		}
-		b, err := objects.AppendPrimitiveJSON(nil, o, objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true})
+		return objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true}
+	}
+	enc := func(o objects.Object) (any, error) {
+		b, err := objects.AppendPrimitiveJSON(nil, o, opts(o))
 		if err != nil {
 			return nil, err
 		}
@@ -199,15 +202,20 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 		}
 		return enc(x)
 	case []objects.Object:
-		out := make([]any, len(x))
+		// One buffer for the whole list, laid out as json.dumps lays out a
+		// list: no copy of each primitive into the reply.
+		out := make([]byte, 0, 1+len(x)*1200)
+		out = append(out, '[')
 		for i, o := range x {
-			p, err := enc(o)
-			if err != nil {
+			if i > 0 {
+				out = append(out, ", "...)
+			}
+			var err error
+			if out, err = objects.AppendPrimitiveJSON(out, o, opts(o)); err != nil {
 				return nil, err
 			}
-			out[i] = p
 		}
-		return out, nil
+		return pyjson.Raw(append(out, ']')), nil
 	}
 	return res, nil
 }
