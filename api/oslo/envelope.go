@@ -111,7 +111,7 @@ func DecodeRequest(body []byte) (*Request, error) {
 	// member by member into the Request without an intermediate map.
 	if inner, ok := fastEnvelopeMessage(body); ok {
 		req := &Request{Context: make(map[string]any, 32)}
-		if forEachMember(inner, req.set) {
+		if forEachMember(inner, req.setKey) {
 			return req, nil
 		}
 	}
@@ -138,6 +138,33 @@ func DecodeRequest(body []byte) (*Request, error) {
 	}
 	return req, nil
 }
+
+// setKey is set for a key still in the message's bytes: the names of the
+// members oslo sends, context keys included, are not allocated again.
+func (req *Request) setKey(k []byte, v json.RawMessage) {
+	if name, ok := bytes.CutPrefix(k, []byte(contextPrefix)); ok {
+		key, known := contextKeyNames[string(name)]
+		if !known {
+			key = string(name)
+		}
+		if val, ok := fastJSONValue(v); ok {
+			req.Context[key] = val
+		}
+		return
+	}
+	switch string(k) {
+	case "method", "args", "version", "namespace", "_msg_id", "_reply_q", "_unique_id", "_timeout":
+		req.set(wireKeys[string(k)], v)
+	default:
+		req.set(string(k), v)
+	}
+}
+
+const contextPrefix = "_context_"
+
+// wireKeys interns the members of a request that are not context keys.
+var wireKeys = map[string]string{"method": "method", "args": "args", "version": "version", "namespace": "namespace",
+	"_msg_id": "_msg_id", "_reply_q": "_reply_q", "_unique_id": "_unique_id", "_timeout": "_timeout"}
 
 // set stores one member of the inner message.
 func (req *Request) set(k string, v json.RawMessage) {
@@ -173,9 +200,9 @@ func (req *Request) set(k string, v json.RawMessage) {
 		if json.Unmarshal(v, &f) == nil {
 			req.Timeout = f
 		}
-	case strings.HasPrefix(k, "_context_"):
+	case strings.HasPrefix(k, contextPrefix):
 		if val, ok := fastJSONValue(v); ok {
-			req.Context[strings.TrimPrefix(k, "_context_")] = val
+			req.Context[strings.TrimPrefix(k, contextPrefix)] = val
 		}
 	default:
 		if req.Other == nil {

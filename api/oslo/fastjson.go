@@ -208,18 +208,19 @@ func hex4(b []byte, i int) (rune, bool) {
 // object (surrounding whitespace aside). Values alias b.
 func splitObject(b []byte) (map[string]json.RawMessage, bool) {
 	m := make(map[string]json.RawMessage, 16)
-	if !forEachMember(b, func(k string, v json.RawMessage) { m[k] = v }) {
+	if !forEachMember(b, func(k []byte, v json.RawMessage) { m[string(k)] = v }) {
 		return nil, false
 	}
 	return m, true
 }
 
-// forEachMember calls fn with each member of the JSON object b in order; a
+// forEachMember calls fn with each member of the JSON object b in order (the
+// decoded key, which may alias b and must not be kept); a
 // later duplicate key is passed again, so the last one wins as with
 // encoding/json. It validates b as it goes, accepting exactly what
 // json.Valid accepts, and returns false when b is not one valid JSON
 // object: fn may then have seen some members, which the caller discards.
-func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
+func forEachMember(b []byte, fn func(key []byte, value json.RawMessage)) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -237,11 +238,13 @@ func forEachMember(b []byte, fn func(key string, value json.RawMessage)) bool {
 			return false
 		}
 		rawKey := b[i:end]
-		var key string
-		if bytes.IndexByte(rawKey, '\\') < 0 && utf8.Valid(rawKey) {
-			key = string(rawKey[1 : len(rawKey)-1])
-		} else if err := json.Unmarshal(rawKey, &key); err != nil {
-			return false
+		key := rawKey[1 : len(rawKey)-1]
+		if bytes.IndexByte(rawKey, '\\') >= 0 || !utf8.Valid(rawKey) {
+			var s string
+			if err := json.Unmarshal(rawKey, &s); err != nil {
+				return false
+			}
+			key = []byte(s)
 		}
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {

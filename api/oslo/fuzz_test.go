@@ -244,7 +244,7 @@ func checkValidMatchesEncodingJSON(t *testing.T, b []byte) {
 	if want := json.Valid(b); got != want {
 		t.Fatalf("validValue(%.200q) = %v, json.Valid = %v", b, got, want)
 	}
-	obj := forEachMember(b, func(string, json.RawMessage) {})
+	obj := forEachMember(b, func([]byte, json.RawMessage) {})
 	if want := got && b[skipWS(b, 0)] == '{'; obj != want {
 		t.Fatalf("forEachMember(%.200q) = %v, want %v", b, obj, want)
 	}

@@ -367,7 +367,7 @@ func (s *Server) handle(req *Request) {
 	rc := request.FromWire(req.Context)
 	ctx := request.With(s.workCtx, rc)
 	method, _ := req.MethodName()
-	log := s.log.With(append([]any{"method", method, "msg_id", req.MsgID}, rc.LogAttrs()...)...)
+	log := lazyWith(s.log, append([]any{"method", method, "msg_id", req.MsgID}, rc.LogAttrs()...))
 	for k := range req.Context {
 		if !knownContextKey(k) {
 			log.Debug("request carries an unknown context key", "key", k)
@@ -598,14 +598,47 @@ func (s *Server) Stop(ctx context.Context) error {
 // knownContextKey reports whether k is one of the context keys magnum
 // sends (15.0.1 to master), or osprofiler's trace_info.
 func knownContextKey(k string) bool {
-	switch k {
-	case "user", "project_id", "system_scope", "project", "domain", "user_domain", "project_domain",
+	_, ok := contextKeyNames[k]
+	return ok
+}
+
+// contextKeyNames holds the context keys oslo.context and Magnum send, each
+// mapped to itself: decoding a request interns them.
+var contextKeyNames = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"user", "project_id", "system_scope", "project", "domain", "user_domain", "project_domain",
 		"is_admin", "read_only", "show_deleted", "auth_token", "request_id", "global_request_id",
 		"resource_uuid", "roles", "user_identity", "is_admin_project", "auth_url", "domain_id",
 		"domain_name", "user_domain_id", "user_domain_name", "user_name", "user_id", "project_name",
 		"trust_id", "auth_token_info", "password", "all_tenants", "trace_info", "service_catalog",
-		"tenant", "service_roles", "service_user_id", "service_project_id":
-		return true
+		"tenant", "service_roles", "service_user_id", "service_project_id"} {
+		m[k] = k
 	}
-	return false
+	return m
+}()
+
+// lazyWith is log.With(args...) for a logger that most requests never
+// write to: the attributes are handed to the handler (which formats them
+// at once) only when a record is enabled and written.
+func lazyWith(log *slog.Logger, args []any) *slog.Logger {
+	return slog.New(&lazyHandler{base: log.Handler(), args: args})
 }
+
+type lazyHandler struct {
+	base slog.Handler
+	args []any
+	once sync.Once
+	with slog.Handler
+}
+
+func (h *lazyHandler) handler() slog.Handler {
+	h.once.Do(func() { h.with = slog.New(h.base).With(h.args...).Handler() })
+	return h.with
+}
+
+func (h *lazyHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.base.Enabled(ctx, l) }
+func (h *lazyHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.handler().Handle(ctx, r)
+}
+func (h *lazyHandler) WithAttrs(as []slog.Attr) slog.Handler { return h.handler().WithAttrs(as) }
+func (h *lazyHandler) WithGroup(name string) slog.Handler    { return h.handler().WithGroup(name) }
