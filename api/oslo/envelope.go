@@ -147,7 +147,7 @@ func (req *Request) setKey(k []byte, v json.RawMessage) {
 		if !known {
 			key = string(name)
 		}
-		if val, ok := fastJSONValue(v); ok {
+		if val, ok := validJSONValue(v); ok {
 			req.Context[key] = val
 		}
 		return
@@ -169,7 +169,7 @@ var wireKeys = map[string]string{"method": "method", "args": "args", "version": 
 // set stores one member of the inner message.
 func (req *Request) set(k string, v json.RawMessage) {
 	str := func() string {
-		if s, ok := fastJSONValue(v); ok {
+		if s, ok := validJSONValue(v); ok {
 			if s, ok := s.(string); ok {
 				return s
 			}
@@ -201,7 +201,7 @@ func (req *Request) set(k string, v json.RawMessage) {
 			req.Timeout = f
 		}
 	case strings.HasPrefix(k, contextPrefix):
-		if val, ok := fastJSONValue(v); ok {
+		if val, ok := validJSONValue(v); ok {
 			req.Context[strings.TrimPrefix(k, contextPrefix)] = val
 		}
 	default:

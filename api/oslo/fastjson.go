@@ -26,6 +26,16 @@ func fastJSONValue(raw json.RawMessage) (any, bool) {
 	if end, ok := validValue(raw, 0, 0); !ok || end != len(raw) {
 		return nil, false
 	}
+	return validJSONValue(raw)
+}
+
+// validJSONValue is fastJSONValue for a value known to be valid JSON
+// without surrounding whitespace (a member forEachMember or
+// encoding/json split off).
+func validJSONValue(raw json.RawMessage) (any, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
 	if v, ok := decodeValid(raw, 0); ok {
 		return v.v, true
 	}
