@@ -1,0 +1,106 @@
+package oslo
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// brokerRestartEnv enables TestLiveBrokerRestart: stopping the broker would
+// fail every other test using it at the same time, so `make test` runs it
+// alone, after everything else.
+const brokerRestartEnv = "OSLO_BROKER_RESTART_TEST"
+
+// TestLiveBrokerRestart: `rabbitmqctl stop_app` and `start_app` while calls
+// are running. The broker comes back without the transient exchanges and
+// queues; server and client reconnect with oslo's backoff, redeclare them
+// and serve again, without a restart of either.
+func TestLiveBrokerRestart(t *testing.T) {
+	if os.Getenv(brokerRestartEnv) == "" {
+		t.Skipf("restarts the shared broker: run alone with %s=1 (make test does, last)", brokerRestartEnv)
+	}
+	rabbitmqctl := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("rabbitmqctl", args...).CombinedOutput(); err != nil {
+			t.Fatalf("rabbitmqctl %v: %v\n%s", args, err, out)
+		}
+	}
+	e := newEnv(t)
+	e.opts.Rabbit.KombuReconnectDelay = 100 * time.Millisecond
+	rec := newRecorder()
+	e.startServer(liveDispatcher(t, rec, nil))
+	c := e.client()
+	tgt := Target{Topic: e.topic}
+	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Callers keep calling through the restart.
+	var restarted atomic.Bool
+	var okBefore, okAfter, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 3 * time.Second})
+				switch {
+				case err != nil:
+					failed.Add(1)
+					time.Sleep(50 * time.Millisecond)
+				case restarted.Load():
+					okAfter.Add(1)
+				default:
+					okBefore.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "start_app").Run() })
+	rabbitmqctl("stop_app")
+	time.Sleep(time.Second)
+	rabbitmqctl("start_app")
+	rabbitmqctl("await_startup")
+	restarted.Store(true)
+	t.Logf("broker restarted; %d calls answered before, %d failed so far", okBefore.Load(), failed.Load())
+
+	deadline := time.Now().Add(90 * time.Second)
+	for okAfter.Load() < 50 {
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("after the restart only %d calls were answered in 90 s (%d failed)", okAfter.Load(), failed.Load())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if okBefore.Load() == 0 {
+		t.Fatal("no call was answered before the restart: the callers did not run through it")
+	}
+
+	// Casts and a fresh call on the recovered connections.
+	if err := c.Cast(context.Background(), tgt, "record", map[string]any{"value": 1, "note": "after restart"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "after restart")
+	for i := 0; i < 20; i++ {
+		if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 5 * time.Second}); err != nil {
+			t.Fatalf("call %d after recovery: %v", i, err)
+		}
+	}
+	t.Logf("%d calls answered before the restart, %d after, %d failed during it", okBefore.Load(), okAfter.Load(), failed.Load())
+}
