@@ -341,6 +341,15 @@ func (s *Server) receive(ch *amqp.Channel, batch []amqp.Delivery) {
 func (s *Server) serve(body []byte) {
 	defer s.inflight.Done()
 	defer func() { <-s.sem }()
+	// The method's own panics are turned into failure replies by dispatch;
+	// this catches any other (decoding, encoding the reply) so that one
+	// message can never take the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic while serving an RPC message; message dropped", "panic", fmt.Sprint(r),
+				"size", len(body), "stack", string(debug.Stack()))
+		}
+	}()
 	req, err := DecodeRequest(body)
 	if err != nil {
 		s.rejectUndecodable(err, len(body))
