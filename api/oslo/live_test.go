@@ -74,7 +74,13 @@ func (e *testEnv) startServer(d *Dispatcher) *Server {
 // the test ends if the test has not stopped it.
 func (e *testEnv) startServerAt(target Target, d *Dispatcher) *Server {
 	e.t.Helper()
-	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second}, target, d, testLogger(e.t))
+	return e.startServerLogged(target, d, testLogger(e.t))
+}
+
+// startServerLogged is startServerAt with the server's logger.
+func (e *testEnv) startServerLogged(target Target, d *Dispatcher, log *slog.Logger) *Server {
+	e.t.Helper()
+	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second}, target, d, log)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -28,22 +28,11 @@ func TestLivePanicOutsideTheMethodKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second}, Target{Topic: e.topic}, d,
-		slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
-	defer func() { _ = s.Stop(context.Background()) }()
+	e.startServerLogged(Target{Topic: e.topic}, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	c := e.client()
 	tgt := Target{Topic: e.topic}
 
-	_, err = c.Call(userCtx(), tgt, "boom", nil, CallOptions{Timeout: 2 * time.Second})
+	_, err := c.Call(userCtx(), tgt, "boom", nil, CallOptions{Timeout: 2 * time.Second})
 	var te *TimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("boom: %v, want a timeout (the message is dropped)", err)

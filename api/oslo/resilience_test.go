@@ -39,15 +39,7 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
 		t.Fatalf("rabbitmqctl is required: %v", err)
 	}
-	e := newEnv(t)
-	e.opts.Rabbit.KombuReconnectDelay = 100 * time.Millisecond
-	rec := newRecorder()
-	e.startServer(liveDispatcher(t, rec, nil))
-	c := e.client()
-	tgt := Target{Topic: e.topic}
-	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, rec, c, tgt := recoveryEnv(t, 100*time.Millisecond)
 	// listener, reply publisher, client reply consumer, client publisher
 	if n := closeOwnConnections(t); n < 4 {
 		t.Fatalf("closed %d connections, want at least 4", n)
@@ -84,14 +76,7 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 // cancels the consumers (consumer_cancel_notify); server and client
 // redeclare their queues and go on.
 func TestLiveRedeclaresWhenQueuesAreDeleted(t *testing.T) {
-	e := newEnv(t)
-	e.opts.Rabbit.KombuReconnectDelay = 50 * time.Millisecond
-	e.startServer(liveDispatcher(t, newRecorder(), nil))
-	c := e.client()
-	tgt := Target{Topic: e.topic}
-	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
-		t.Fatal(err)
-	}
+	e, _, c, tgt := recoveryEnv(t, 50*time.Millisecond)
 	ch, err := e.raw.Channel()
 	if err != nil {
 		t.Fatal(err)
@@ -115,4 +100,20 @@ func TestLiveRedeclaresWhenQueuesAreDeleted(t *testing.T) {
 	if _, err := ch.QueueDeclarePassive(e.topic, false, false, false, false, nil); err != nil {
 		t.Fatalf("topic queue not redeclared: %v", err)
 	}
+}
+
+// recoveryEnv starts a server (the live dispatcher, reconnecting after
+// delay) and a client on a fresh exchange and topic, and checks one call.
+func recoveryEnv(t *testing.T, delay time.Duration) (*testEnv, *recorder, *Client, Target) {
+	t.Helper()
+	e := newEnv(t)
+	e.opts.Rabbit.KombuReconnectDelay = delay
+	rec := newRecorder()
+	e.startServer(liveDispatcher(t, rec, nil))
+	c := e.client()
+	tgt := Target{Topic: e.topic}
+	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
+		t.Fatal(err)
+	}
+	return e, rec, c, tgt
 }

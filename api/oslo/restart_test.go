@@ -29,15 +29,7 @@ func TestLiveBrokerRestart(t *testing.T) {
 			t.Fatalf("rabbitmqctl %v: %v\n%s", args, err, out)
 		}
 	}
-	e := newEnv(t)
-	e.opts.Rabbit.KombuReconnectDelay = 100 * time.Millisecond
-	rec := newRecorder()
-	e.startServer(liveDispatcher(t, rec, nil))
-	c := e.client()
-	tgt := Target{Topic: e.topic}
-	if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, rec, c, tgt := recoveryEnv(t, 100*time.Millisecond)
 
 	// Callers keep calling through the restart.
 	var restarted atomic.Bool
