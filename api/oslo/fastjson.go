@@ -225,29 +225,17 @@ func splitObject(b []byte) (map[string]json.RawMessage, bool) {
 }
 
 // forEachMember calls fn with each member of the JSON object b in order (the
-// decoded key, which may alias b and must not be kept); a
-// later duplicate key is passed again, so the last one wins as with
-// encoding/json. It validates b as it goes, accepting exactly what
-// json.Valid accepts, and returns false when b is not one valid JSON
-// object: fn may then have seen some members, which the caller discards.
+// decoded key, which may alias b and must not be kept); a later duplicate
+// key is passed again, so the last one wins as with encoding/json. It
+// validates b as it goes, accepting exactly what json.Valid accepts, and
+// returns false when b is not one valid JSON object: fn may then have seen
+// some members, which the caller discards.
 func forEachMember(b []byte, fn func(key []byte, value json.RawMessage)) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipWS(b, i+1) == len(b)
-	}
-	for i < len(b) {
-		if b[i] != '"' {
-			return false
-		}
-		end, ok := validString(b, i)
-		if !ok {
-			return false
-		}
-		rawKey := b[i:end]
+	end, ok := validObject(b, i, 0, func(rawKey []byte, value json.RawMessage) bool {
 		key := rawKey[1 : len(rawKey)-1]
 		if bytes.IndexByte(rawKey, '\\') >= 0 || !utf8.Valid(rawKey) {
 			var s string
@@ -256,30 +244,10 @@ func forEachMember(b []byte, fn func(key []byte, value json.RawMessage)) bool {
 			}
 			key = []byte(s)
 		}
-		i = skipWS(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipWS(b, i+1)
-		vend, ok := validValue(b, i, 1)
-		if !ok {
-			return false
-		}
-		fn(key, json.RawMessage(b[i:vend]))
-		i = skipWS(b, vend)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return skipWS(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
-	return false
+		fn(key, value)
+		return true
+	})
+	return ok && skipWS(b, end) == len(b)
 }
 
 func skipWS(b []byte, i int) int {
@@ -347,39 +315,7 @@ func validValue(b []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return validString(b, i)
 	case c == '{':
-		if depth >= maxNestingDepth {
-			return i, false
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
-		}
-		for i < len(b) && b[i] == '"' {
-			var ok bool
-			if i, ok = validString(b, i); !ok {
-				return i, false
-			}
-			i = skipWS(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return i, false
-			}
-			if i, ok = validValue(b, skipWS(b, i+1), depth+1); !ok {
-				return i, false
-			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case '}':
-				return i + 1, true
-			default:
-				return i, false
-			}
-		}
-		return i, false
+		return validObject(b, i, depth, nil)
 	case c == '[':
 		if depth >= maxNestingDepth {
 			return i, false
@@ -388,24 +324,15 @@ func validValue(b []byte, i, depth int) (int, bool) {
 		if i < len(b) && b[i] == ']' {
 			return i + 1, true
 		}
-		for {
-			var ok bool
+		for more, ok := true, true; more; {
 			if i, ok = validValue(b, i, depth+1); !ok {
 				return i, false
 			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case ']':
-				return i + 1, true
-			default:
+			if i, more, ok = nextElement(b, i, ']'); !ok {
 				return i, false
 			}
 		}
+		return i, true
 	case c == '-' || (c >= '0' && c <= '9'):
 		return validNumber(b, i)
 	case c == 't':
@@ -416,6 +343,59 @@ func validValue(b []byte, i, depth int) (int, bool) {
 		return validLiteral(b, i, "null")
 	}
 	return i, false
+}
+
+// validObject validates the object at b[i] == '{' (its container at
+// depth) and returns the index after it; fn, when not nil, is called with
+// each member's raw key (quotes included) and value, and stops the scan as
+// invalid by returning false.
+func validObject(b []byte, i, depth int, fn func(rawKey []byte, value json.RawMessage) bool) (int, bool) {
+	if depth >= maxNestingDepth {
+		return i, false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for more := true; more; {
+		if i >= len(b) || b[i] != '"' {
+			return i, false
+		}
+		keyEnd, ok := validString(b, i)
+		if !ok {
+			return keyEnd, false
+		}
+		v := skipWS(b, keyEnd)
+		if v >= len(b) || b[v] != ':' {
+			return v, false
+		}
+		v = skipWS(b, v+1)
+		vend, ok := validValue(b, v, depth+1)
+		if !ok || (fn != nil && !fn(b[i:keyEnd], json.RawMessage(b[v:vend]))) {
+			return vend, false
+		}
+		if i, more, ok = nextElement(b, vend, '}'); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// nextElement reads what follows an element of an array or object that
+// ends at b[i]: more is true after a ',' (i is then the next element), and
+// false at the closing bracket (i is then after it).
+func nextElement(b []byte, i int, closing byte) (next int, more, ok bool) {
+	i = skipWS(b, i)
+	if i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipWS(b, i+1), true, true
+	case closing:
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 func validLiteral(b []byte, i int, lit string) (int, bool) {
