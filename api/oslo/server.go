@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -208,6 +209,50 @@ func (s *Server) declare(ch *amqp.Channel) error {
 	return nil
 }
 
+// acker acknowledges deliveries (an *amqp.Channel).
+type acker interface {
+	Ack(tag uint64, multiple bool) error
+}
+
+// ackState acknowledges exactly the deliveries the listener has received,
+// as oslo does one by one, with one multiple=true ack per run of
+// consecutive tags. The channel's three consumers hand their deliveries
+// over separately, so tags can arrive out of order: a multiple ack past a
+// gap would also acknowledge a delivery still in the client library's
+// buffers (lost if the channel closed before it arrived), and
+// acknowledging a tag twice is an error that closes the channel.
+type ackState struct {
+	upTo  uint64          // every tag up to this one is acknowledged
+	early map[uint64]bool // tags past a gap, acknowledged one by one
+}
+
+func (a *ackState) ack(ch acker, tags []uint64) error {
+	slices.Sort(tags)
+	var multi uint64
+	for _, t := range tags {
+		if t != a.upTo+1 {
+			// An earlier delivery is still on its way.
+			if err := ch.Ack(t, false); err != nil {
+				return err
+			}
+			if a.early == nil {
+				a.early = map[uint64]bool{}
+			}
+			a.early[t] = true
+			continue
+		}
+		a.upTo, multi = t, t
+		for a.early[a.upTo+1] {
+			delete(a.early, a.upTo+1)
+			a.upTo++
+		}
+	}
+	if multi == 0 {
+		return nil
+	}
+	return ch.Ack(multi, true)
+}
+
 // serveConn declares and consumes on conn until the connection fails
 // (error) or the server stops (nil).
 func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
@@ -234,6 +279,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 	}
 	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue)
 	onReady()
+	var acks ackState // of ch
 	for {
 		var d amqp.Delivery
 		var ok bool
@@ -284,7 +330,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			}
 			batch = append(batch, d)
 		}
-		s.receive(ch, batch)
+		s.receive(ch, &acks, batch)
 		if !ok {
 			return errors.New("consumer channel closed")
 		}
@@ -312,14 +358,12 @@ func (s *Server) isDuplicate(id string) bool {
 // receive runs on the listener goroutine: ack the batch (before anything
 // runs, as oslo does) and hand each message to a worker. Decoding happens on
 // the worker so that the listener does no per-message CPU work.
-func (s *Server) receive(ch *amqp.Channel, batch []amqp.Delivery) {
-	var last uint64
-	for _, d := range batch {
-		if d.DeliveryTag > last {
-			last = d.DeliveryTag
-		}
+func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
+	tags := make([]uint64, len(batch))
+	for i, d := range batch {
+		tags[i] = d.DeliveryTag
 	}
-	if err := ch.Ack(last, true); err != nil {
+	if err := acks.ack(ch, tags); err != nil {
 		s.log.Warn("discarding RPC requests due to failed acknowledge", "error", err.Error(), "count", len(batch))
 		return
 	}
