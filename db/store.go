@@ -49,6 +49,15 @@ type Options struct {
 	// SkipSchemaCheck opens a database that is not at Head (for
 	// magnum-db-manage). The conductor leaves it false.
 	SkipSchemaCheck bool
+	// ConnectTimeout bounds opening a MySQL connection (default 10 s,
+	// PyMySQL's connect_timeout).
+	ConnectTimeout time.Duration
+	// IOTimeout bounds every read and write on a MySQL connection, so that
+	// a database that stops answering (a network partition, a hung server)
+	// fails the statement instead of holding the caller for the kernel's TCP
+	// timeout. Zero leaves them unbounded (magnum-db-manage: a migration's
+	// ALTER TABLE may take long).
+	IOTimeout time.Duration
 }
 
 // ErrStatusChanged is matched (errors.Is) by the error SaveClusterIfStatus
@@ -102,6 +111,8 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		// The driver's own messages (bad idle connections ...) go to our
 		// logger instead of its package-global one on stderr.
 		cfg.Logger = driverLogger{log}
+		cfg.Timeout = opts.ConnectTimeout
+		cfg.ReadTimeout, cfg.WriteTimeout = opts.IOTimeout, opts.IOTimeout
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("db: %s: %w", u.Redacted, err)
@@ -180,6 +191,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = 10 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
 	}
 	return o
 }
@@ -287,6 +301,11 @@ func (s *Store) wrap(op string, err error) error {
 	var ee *exception.Error
 	if errors.As(err, &ee) || errors.Is(err, ErrStatusChanged) {
 		return err
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) {
+		// What the driver says after mysql_io_timeout or when the server
+		// drops the connection mid-statement.
+		return fmt.Errorf("db: %s: the database connection was lost or did not answer in time: %w", op, err)
 	}
 	return fmt.Errorf("db: %s: %w", op, err)
 }

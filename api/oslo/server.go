@@ -438,9 +438,15 @@ func (s *Server) handle(req *Request) {
 	}
 	if err != nil {
 		var e *exception.Error
-		if errors.As(err, &e) {
+		raised := errors.As(err, &e)
+		switch {
+		case raised && e.Module == exception.ModuleMagnum && e.Code >= 500:
+			// A server-side failure (the database, a driver, a wrapped
+			// unexpected error), not an answer such as ClusterNotFound.
+			log.Error("RPC method failed", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
+		case raised:
 			log.Info("RPC method raised", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
-		} else {
+		default:
 			log.Error("RPC method failed", "error", err.Error(), "duration", time.Since(start).String())
 		}
 	} else {

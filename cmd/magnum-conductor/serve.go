@@ -193,6 +193,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 		RetryInterval:         cfg.Database.RetryInterval,
 		MySQLEngine:           cfg.Database.MySQLEngine,
 		MySQLSQLMode:          &cfg.Database.MySQLSQLMode,
+		IOTimeout:             cfg.Database.MySQLIOTimeout,
 	}
 	u, err := db.ParseURL(cfg.Database.Connection)
 	if err != nil {
