@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,7 +123,8 @@ func TestDatabaseGoesAway(t *testing.T) {
 	p := newDBProxy(t, dbtest.MySQLAddr())
 	url = strings.Replace(url, dbtest.MySQLAddr(), p.addr, 1)
 	dir := t.TempDir()
-	conf := (&harness.Config{Database: url}).Write(t, dir)
+	// A heartbeat every 2 s: the test checks it resumes after the outages.
+	conf := (&harness.Config{Database: url, Extra: "[DEFAULT]\nperiodic_interval_max = 2\n"}).Write(t, dir)
 	if out, err := exec.Command(bins.DBManage, "--config-file", conf, "upgrade").CombinedOutput(); err != nil {
 		t.Fatalf("magnum-db-manage upgrade: %v\n%s", err, out)
 	}
@@ -166,6 +168,18 @@ func TestDatabaseGoesAway(t *testing.T) {
 			t.Fatalf("%s: the template written before is gone:\n%s", mode, out)
 		}
 	}
+	// The heartbeat (a periodic job writing magnum_service) goes on after
+	// the outages: its report count keeps growing.
+	first := reportCount(t, conf)
+	deadline := time.Now().Add(30 * time.Second)
+	for reportCount(t, conf) <= first {
+		if time.Now().After(deadline) {
+			t.Fatalf("the heartbeat did not report again after the database came back (report_count %d)", first)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("heartbeat: %d reports after the outages, then more", first)
+
 	failed := 0
 	for _, line := range strings.Split(proc.Log(), "\n") {
 		if strings.Contains(line, "level=ERROR") && strings.Contains(line, `msg="RPC method failed"`) &&
@@ -176,4 +190,25 @@ func TestDatabaseGoesAway(t *testing.T) {
 	if failed < 2 {
 		t.Errorf("want an error line for each failed template list, got %d:\n%s", failed, proc.Log())
 	}
+}
+
+// reportCount is this conductor's REPORTS in magnumctl service list.
+func reportCount(t *testing.T, conf string) int {
+	t.Helper()
+	out, err := harness.CTL(bins, conf, "--timeout", "20s", "service", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[2] == "magnum-conductor" {
+			n, err := strconv.Atoi(f[5])
+			if err != nil {
+				t.Fatalf("REPORTS %q: %v", f[5], err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no magnum-conductor row in:\n%s", out)
+	return 0
 }
