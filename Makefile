@@ -28,7 +28,7 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 	$(GO) build -C $(KUBEAPISERVER) -o /dev/null .
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
-	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -run '^TestLiveBrokerRestart$$' ./api/oslo
+	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
 
 unit: ## only the tests that need no service
 	$(GO) test -short -count=1 $(PKGS)

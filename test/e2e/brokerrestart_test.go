@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/test/harness"
+)
+
+// brokerRestartEnv enables TestBrokerRestart: stopping the broker would
+// fail every other test using it at the same time, so `make test` runs it
+// alone, after everything else (as api/oslo.TestLiveBrokerRestart).
+const brokerRestartEnv = "OSLO_BROKER_RESTART_TEST"
+
+// TestBrokerRestart: the conductor binary rides through `rabbitmqctl
+// stop_app`/`start_app` without a restart of its own: it answers
+// ping_conductor again, and a cluster_create cast after the restart runs
+// to CREATE_COMPLETE with its notifications sent.
+func TestBrokerRestart(t *testing.T) {
+	if os.Getenv(brokerRestartEnv) == "" {
+		t.Skipf("restarts the shared broker: run alone with %s=1 (make test does, last)", brokerRestartEnv)
+	}
+	rabbitmqctl := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("rabbitmqctl", args...).CombinedOutput(); err != nil {
+			t.Fatalf("rabbitmqctl %v: %v\n%s", args, err, out)
+		}
+	}
+	dir := t.TempDir()
+	topic := dbtest.RandomName("e2e_restart_notifications_")
+	conf := (&harness.Config{SimDelay: 0, NotificationTopic: topic}).Write(t, dir)
+	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "-q", "delete_queue", topic+".info").Run() })
+	p := harness.Start(t, bins, conf)
+	if _, err := harness.CTL(bins, conf, "template", "create", "--name", "dev", "--os", "simulated",
+		"--image", "img", "--flavor", "m1.small", "--master-flavor", "m1.medium", "--driver", "simulated"); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string) {
+		t.Helper()
+		out, err := harness.CTL(bins, conf, "cluster", "create", "--name", name, "--template", "dev",
+			"--node-count", "1", "--wait")
+		if err != nil {
+			t.Fatalf("create %s: %v\n%s", name, err, out)
+		}
+		if !regexp.MustCompile(`CREATE_COMPLETE`).MatchString(out) {
+			t.Fatalf("create %s did not complete:\n%s", name, out)
+		}
+	}
+	create("before")
+
+	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "start_app").Run() })
+	rabbitmqctl("stop_app")
+	time.Sleep(time.Second)
+	rabbitmqctl("start_app")
+	rabbitmqctl("await_startup")
+
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out, err := harness.CTL(bins, conf, "--timeout", "5s", "conductor", "ping")
+		if err == nil && strings.Contains(out, "true") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the conductor did not answer within 90 s of the broker restart: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	create("after")
+	out, err := harness.CTL(bins, conf, "cluster", "list")
+	if err != nil || !strings.Contains(out, "before") || !strings.Contains(out, "after") {
+		t.Fatalf("cluster list: %v\n%s", err, out)
+	}
+	// The create after the restart notified on the redeclared <topic>.info
+	// queue: the transient queue, and what it held before, went with the
+	// broker, so whatever it holds now was sent after the restart.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_queues", "name", "messages").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := queueMessages(string(out), topic+".info"); n >= 1 {
+			t.Logf("%d notifications on %s.info after the restart", n, topic)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cluster_create notification on %s.info after the restart:\n%s\nconductor log:\n%s", topic, out, p.Log())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// queueMessages is the message count of queue in rabbitmqctl list_queues
+// name messages output (-1 when the queue is not there).
+func queueMessages(out, queue string) int {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == queue {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
