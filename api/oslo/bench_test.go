@@ -321,3 +321,34 @@ func benchRawOsloWire(b *testing.B, callers int) {
 		}
 	})
 }
+
+// BenchmarkDecodeRequest decodes the recorded ping_conductor request of
+// magnum-api (1.5 KB, 30 context keys), the server's per-request parsing.
+func BenchmarkDecodeRequest(b *testing.B) {
+	var body []byte
+	for _, f := range loadFrames(b) {
+		if f.File == "call_ping_request.json" {
+			body = []byte(f.BodyRaw)
+		}
+	}
+	if body == nil {
+		b.Fatal("no recorded ping request")
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeReply builds the reply to a ping (a result of true).
+func BenchmarkEncodeReply(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := buildReply("372baf9da21846bbad45c07fcf4a5412", true, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
