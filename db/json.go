@@ -37,8 +37,8 @@ func (d *jsonDict) Scan(src any) error {
 		*d = nil
 		return err
 	}
-	if string(b) == "{}" { // what most rows hold
-		*d = jsonDict{}
+	if m, ok := flatStringObject(b); ok { // what almost every row holds
+		*d = m
 		return nil
 	}
 	var raw map[string]any
@@ -122,6 +122,66 @@ func scanText(src any) ([]byte, bool, error) {
 		return []byte(v), false, nil
 	default:
 		return nil, false, fmt.Errorf("db: JSON column holds %T, want text", src)
+	}
+}
+
+// flatStringObject reads a JSON object whose keys and values are all plain
+// ASCII strings without escapes, as json.dumps writes labels; ok is false
+// for anything else, which encoding/json then decodes.
+func flatStringObject(b []byte) (jsonDict, bool) {
+	ws := func(i int) int {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+		return i
+	}
+	str := func(i int) (string, int, bool) {
+		if i >= len(b) || b[i] != '"' {
+			return "", i, false
+		}
+		for j := i + 1; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '"':
+				return string(b[i+1 : j]), j + 1, true
+			case c == '\\' || c < 0x20 || c >= 0x80:
+				return "", j, false
+			}
+		}
+		return "", len(b), false
+	}
+	i := ws(0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	m := jsonDict{}
+	i = ws(i + 1)
+	if i < len(b) && b[i] == '}' {
+		return m, ws(i+1) == len(b)
+	}
+	for {
+		k, next, ok := str(i)
+		if !ok {
+			return nil, false
+		}
+		if i = ws(next); i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		v, next, ok := str(ws(i + 1))
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		if i = ws(next); i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = ws(i + 1)
+		case '}':
+			return m, ws(i+1) == len(b)
+		default:
+			return nil, false
+		}
 	}
 }
 
