@@ -49,6 +49,41 @@ type Driver struct {
 	informersStarted bool
 	ready            atomic.Bool
 	notReady         atomic.Pointer[string] // why the last start attempt failed
+
+	// written holds, per Cluster ("namespace/name"), the generation our last
+	// apply produced, until the informer cache has caught up with it.
+	writtenMu sync.Mutex
+	written   map[string]int64
+}
+
+// noteWritten records the generation an apply of the Cluster r produced.
+func (d *Driver) noteWritten(r ref, generation int64) {
+	d.writtenMu.Lock()
+	defer d.writtenMu.Unlock()
+	if d.written == nil {
+		d.written = map[string]int64{}
+	}
+	d.written[r.Namespace+"/"+r.Name] = generation
+}
+
+// cacheBehind reports whether the cached Cluster r (at generation, 0 when
+// absent) is older than what this driver last wrote: its status then still
+// describes the spec before our change, and judging an upgrade or a resize
+// by it would call it complete before Cluster API has seen it. Once the
+// cache has caught up the record is dropped.
+func (d *Driver) cacheBehind(r ref, generation int64) bool {
+	d.writtenMu.Lock()
+	defer d.writtenMu.Unlock()
+	key := r.Namespace + "/" + r.Name
+	want, ok := d.written[key]
+	if !ok {
+		return false
+	}
+	if generation >= want {
+		delete(d.written, key)
+		return false
+	}
+	return true
 }
 
 var (
@@ -355,10 +390,12 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Apply(ctx, r.Name, u,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	applied, err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Apply(ctx, r.Name, u,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
 		return nil, fmt.Errorf("capi: apply Cluster %s: %w", r, err)
 	}
+	d.noteWritten(r, applied.GetGeneration())
 	return want, nil
 }
 
@@ -594,6 +631,15 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	var obs observation
 	if ok {
 		obs = d.cache.observe(r.Namespace, r.Name)
+		var generation int64
+		if obs.Cluster != nil {
+			generation = obs.Cluster.Generation
+		}
+		if d.cacheBehind(r, generation) {
+			d.log.DebugContext(ctx, "the informer cache has not seen our last change of the Cluster yet; status left as it is",
+				"cluster", deref(c.UUID), "capi_cluster", r.String(), "cached_generation", generation)
+			return nil
+		}
 	} else {
 		obs = observation{Deployments: map[string]*clusterv1.MachineDeployment{}}
 	}

@@ -1106,3 +1106,25 @@ func BenchmarkUpdateClusterStatus1000(b *testing.B) {
 		b.Errorf("reason = %q", deref(clusters[0].StatusReason))
 	}
 }
+
+// TestStatusWaitsForTheCacheToSeeOurWrite: right after an apply the
+// informer cache may still hold the Cluster before our change, whose
+// status describes the old spec; the sync must not judge the update by it
+// (it would call an upgrade complete before Cluster API has seen it).
+func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	gen := e.getCluster(t, p.r).Generation
+	c.Status = objects.UpdateInProgress
+	e.d.noteWritten(p.r, gen+1) // our apply produced a spec the cache has not seen
+	for i := 0; i < 3; i++ {
+		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+		if c.Status != objects.UpdateInProgress {
+			t.Fatalf("judged from a stale cache: %s (%s)", c.Status, deref(c.StatusReason))
+		}
+	}
+	e.d.noteWritten(p.r, gen) // the cache holds what we wrote
+	e.syncUntil(t, c, objects.UpdateComplete, "")
+}
