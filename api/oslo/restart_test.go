@@ -2,33 +2,20 @@ package oslo
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// brokerRestartEnv enables TestLiveBrokerRestart: stopping the broker would
-// fail every other test using it at the same time, so `make test` runs it
-// alone, after everything else.
-const brokerRestartEnv = "OSLO_BROKER_RESTART_TEST"
+	"github.com/openstack/magnum-conductor/test/brokerctl"
+)
 
 // TestLiveBrokerRestart: `rabbitmqctl stop_app` and `start_app` while calls
 // are running. The broker comes back without the transient exchanges and
 // queues; server and client reconnect with oslo's backoff, redeclare them
 // and serve again, without a restart of either.
 func TestLiveBrokerRestart(t *testing.T) {
-	if os.Getenv(brokerRestartEnv) == "" {
-		t.Skipf("restarts the shared broker: run alone with %s=1 (make test does, last)", brokerRestartEnv)
-	}
-	rabbitmqctl := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("rabbitmqctl", args...).CombinedOutput(); err != nil {
-			t.Fatalf("rabbitmqctl %v: %v\n%s", args, err, out)
-		}
-	}
+	brokerctl.SkipUnlessEnabled(t)
 	_, rec, c, tgt := recoveryEnv(t, 100*time.Millisecond)
 
 	// Callers keep calling through the restart.
@@ -61,11 +48,7 @@ func TestLiveBrokerRestart(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 
-	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "start_app").Run() })
-	rabbitmqctl("stop_app")
-	time.Sleep(time.Second)
-	rabbitmqctl("start_app")
-	rabbitmqctl("await_startup")
+	brokerctl.Restart(t)
 	restarted.Store(true)
 	t.Logf("broker restarted; %d calls answered before, %d failed so far", okBefore.Load(), failed.Load())
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -10,28 +9,16 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/test/brokerctl"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
-
-// brokerRestartEnv enables TestBrokerRestart: stopping the broker would
-// fail every other test using it at the same time, so `make test` runs it
-// alone, after everything else (as api/oslo.TestLiveBrokerRestart).
-const brokerRestartEnv = "OSLO_BROKER_RESTART_TEST"
 
 // TestBrokerRestart: the conductor binary rides through `rabbitmqctl
 // stop_app`/`start_app` without a restart of its own: it answers
 // ping_conductor again, and a cluster_create cast after the restart runs
 // to CREATE_COMPLETE with its notifications sent.
 func TestBrokerRestart(t *testing.T) {
-	if os.Getenv(brokerRestartEnv) == "" {
-		t.Skipf("restarts the shared broker: run alone with %s=1 (make test does, last)", brokerRestartEnv)
-	}
-	rabbitmqctl := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("rabbitmqctl", args...).CombinedOutput(); err != nil {
-			t.Fatalf("rabbitmqctl %v: %v\n%s", args, err, out)
-		}
-	}
+	brokerctl.SkipUnlessEnabled(t)
 	dir := t.TempDir()
 	topic := dbtest.RandomName("e2e_restart_notifications_")
 	conf := (&harness.Config{SimDelay: 0, NotificationTopic: topic}).Write(t, dir)
@@ -54,11 +41,7 @@ func TestBrokerRestart(t *testing.T) {
 	}
 	create("before")
 
-	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "start_app").Run() })
-	rabbitmqctl("stop_app")
-	time.Sleep(time.Second)
-	rabbitmqctl("start_app")
-	rabbitmqctl("await_startup")
+	brokerctl.Restart(t)
 
 	deadline := time.Now().Add(90 * time.Second)
 	for {
