@@ -62,6 +62,25 @@ type DefaultOpts struct {
 	StatePath              string        `ini:"state_path" default:"$pybasedir" help:"Top-level directory for maintaining magnum's state."`
 	Tempdir                string        `ini:"tempdir" help:"Explicitly specify the temporary working directory."`
 	MaxManifestSize        int           `ini:"max_manifest_size" default:"524288" help:"Maximum raw byte size of any manifest."`
+
+	// oslo.log's options (the command line's --log-file, --debug ... win
+	// over these). See package oslolog for what each one does here.
+	LogConfigAppend       string `ini:"log_config_append" deprecated:"DEFAULT.log_config" help:"The name of a Python logging configuration file. Not read by this conductor: when set, a warning is logged and the other logging options apply."`
+	LogDateFormat         string `ini:"log_date_format" default:"%Y-%m-%d %H:%M:%S" help:"Defines the format string for %(asctime)s in log records. Accepted for compatibility; log lines carry RFC 3339 times."`
+	LogFile               string `ini:"log_file" deprecated:"DEFAULT.logfile" help:"(Optional) Name of log file to send logging output to. If no default is set, logging will go to stderr."`
+	LogDir                string `ini:"log_dir" deprecated:"DEFAULT.logdir" help:"(Optional) The base directory used for relative log_file paths; with no log_file, the log goes to <log_dir>/<binary>.log."`
+	WatchLogFile          bool   `ini:"watch_log_file" default:"false" help:"Reopen the log file when it is moved or removed. The log file is always reopened when that happens (and on SIGHUP)."`
+	UseSyslog             bool   `ini:"use_syslog" default:"false" help:"Use syslog for logging."`
+	UseJournal            bool   `ini:"use_journal" default:"false" help:"Enable journald for logging, with the journal's native protocol (structured fields such as REQUEST_ID)."`
+	SyslogLogFacility     string `ini:"syslog_log_facility" default:"LOG_USER" help:"Syslog facility to receive log lines."`
+	UseJSON               bool   `ini:"use_json" default:"false" help:"Use JSON formatting for logging."`
+	UseStderr             bool   `ini:"use_stderr" default:"false" help:"Log output to standard error."`
+	UseEventlog           bool   `ini:"use_eventlog" default:"false" help:"Log output to Windows Event Log (not available on Linux: a start-up error, as in oslo.log)."`
+	LogRotationType       string `ini:"log_rotation_type" default:"none" help:"Log rotation type: none, size (rotate at max_logfile_size_mb, keep max_logfile_count files) or interval (not implemented here: a warning, and the file is not rotated; use logrotate)."`
+	MaxLogfileCount       int    `ini:"max_logfile_count" default:"30" help:"Maximum number of rotated log files."`
+	MaxLogfileSizeMB      int    `ini:"max_logfile_size_mb" default:"200" help:"Log file maximum size in MB. This option is ignored if log_rotation_type is not set to size."`
+	LogRotateInterval     int    `ini:"log_rotate_interval" default:"1" help:"The amount of time before the log files are rotated. This option is ignored unless log_rotation_type is set to interval."`
+	LogRotateIntervalType string `ini:"log_rotate_interval_type" default:"days" help:"Rotation interval type (Seconds, Minutes, Hours, Days, Weekday, Midnight). This option is ignored unless log_rotation_type is set to interval."`
 }
 
 // ConductorOpts is the [conductor] group.

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +25,7 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/migrations"
+	"github.com/openstack/magnum-conductor/oslolog"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
@@ -36,15 +40,34 @@ const startupSettle = 15 * time.Second
 
 // serve loads the configuration, starts every part of the conductor and
 // blocks until ctx is cancelled (SIGTERM), then stops them in order.
-func serve(ctx context.Context, files, dirs []string, logFormat string, logOut io.Writer) error {
+func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
+	files, dirs := st.files, st.dirs
 	cfg, err := config.Load(files, dirs)
 	if err != nil {
 		return &startError{err}
 	}
-	log, err := newLogger(logFormat, logOut, cfg.Default.Debug)
+	st.logFlags.Apply(&cfg.Default)
+	logging, err := openLogging(cfg, st.logFormat, logOut)
 	if err != nil {
 		return &startError{err}
 	}
+	defer func() { _ = logging.Close() }()
+	log := logging.Logger
+	defer func() {
+		// The reason goes to the log file too, not only to stderr.
+		if se := (*startError)(nil); errors.As(err, &se) {
+			log.Error("magnum-conductor stopped", "error", se.err)
+		} else if err != nil {
+			log.Error("magnum-conductor stopped", "error", err)
+		}
+	}()
+	for _, w := range logging.Warnings {
+		log.Warn(w)
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadOnHangup(ctx, hup, st, logging, log)
 	log.Info("starting magnum-conductor", "config_files", files, "config_dirs", dirs,
 		"host", cfg.Default.Host, "topic", cfg.Conductor.Topic)
 	log.Debug("configuration", "config", cfg)
@@ -164,20 +187,37 @@ func serve(ctx context.Context, files, dirs []string, logFormat string, logOut i
 	return nil
 }
 
-// newLogger writes format lines to out at INFO, or DEBUG with
-// [DEFAULT]/debug (oslo.log's option).
-func newLogger(format string, out io.Writer, debug bool) (*slog.Logger, error) {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if debug {
-		opts.Level = slog.LevelDebug
+// openLogging sets up the log outputs oslo.log's options ask for.
+func openLogging(cfg *config.Config, format string, stderr io.Writer) (*oslolog.Logging, error) {
+	o := oslolog.FromConfig(cfg.Default, binaryName)
+	o.Format, o.Stderr = format, stderr
+	return oslolog.Open(o)
+}
+
+// reloadOnHangup serves SIGHUP as oslo.service does for the options that
+// can change while running: the log file is reopened (after logrotate moved
+// it) and the configuration read again; debug applies at once, the other
+// options at the next start. Without this, SIGHUP would end the process.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, st startup, logging *oslolog.Logging, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if err := logging.Reopen(); err != nil {
+			log.Error("SIGHUP: the log file could not be reopened", "error", err)
+		}
+		cfg, err := config.Load(st.files, st.dirs)
+		if err != nil {
+			log.Error("SIGHUP: the configuration was not reloaded; the running one stays", "error", err)
+			continue
+		}
+		st.logFlags.Apply(&cfg.Default)
+		logging.SetDebug(cfg.Default.Debug)
+		log.Info("SIGHUP: log file reopened, configuration reread (debug applied; other changes take effect at the next start)",
+			"debug", cfg.Default.Debug)
 	}
-	switch format {
-	case "text", "":
-		return slog.New(slog.NewTextHandler(out, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(out, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
 }
 
 // openDatabase opens [database]/connection. An SQLite database (the embedded

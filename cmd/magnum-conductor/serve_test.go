@@ -30,10 +30,11 @@ func TestDebugOptionSetsTheLogLevel(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		log, err := newLogger("text", &out, cfg.Default.Debug)
+		logging, err := openLogging(cfg, "text", &out)
 		if err != nil {
 			t.Fatal(err)
 		}
+		log := logging.Logger
 		log.Debug("configuration", "config", cfg)
 		got := strings.Contains(out.String(), "level=DEBUG msg=configuration")
 		if got != tc.debug {

@@ -11,10 +11,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,6 +20,7 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/migrations"
+	"github.com/openstack/magnum-conductor/oslolog"
 )
 
 func main() {
@@ -36,6 +35,7 @@ func main() {
 type flags struct {
 	configFiles []string
 	configDirs  []string
+	log         oslolog.Flags
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -52,6 +52,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		"Path to a config file to use. Multiple config files can be specified, with values in later files taking precedence.")
 	root.PersistentFlags().StringArrayVar(&f.configDirs, "config-dir", nil,
 		"Path to a config directory to pull *.conf files from, in alphabetical order, after the config files.")
+	f.log.Register(root.PersistentFlags())
 
 	upgrade := &cobra.Command{
 		Use:   "upgrade [REVISION]",
@@ -99,35 +100,32 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// defaultConfigFiles is oslo.config's search when no --config-file is
-// given: the first magnum.conf found in ~/.magnum, ~, /etc/magnum, /etc.
-func defaultConfigFiles() (files, dirs []string) {
-	home, _ := os.UserHomeDir()
-	for _, dir := range []string{filepath.Join(home, ".magnum"), home, "/etc/magnum", "/etc"} {
-		p := filepath.Join(dir, "magnum.conf")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			files = append(files, p)
-			break
-		}
-	}
-	for _, dir := range []string{filepath.Join(home, ".magnum", "magnum.conf.d"), "/etc/magnum/magnum.conf.d"} {
-		if st, err := os.Stat(dir); err == nil && st.IsDir() {
-			dirs = append(dirs, dir)
-		}
-	}
-	return files, dirs
-}
-
 func run(cmd *cobra.Command, f *flags, do func(context.Context, *migrations.Migrator) error) error {
 	ctx := cmd.Context()
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// oslo.config's defaults: each of --config-file and --config-dir
+	// falls back to its own search when not given.
 	files, dirs := f.configFiles, f.configDirs
-	if len(files) == 0 && len(dirs) == 0 {
-		files, dirs = defaultConfigFiles()
+	if !cmd.Flags().Changed("config-file") {
+		files = config.DefaultFiles("magnum", "magnum-db-manage")
+	}
+	if !cmd.Flags().Changed("config-dir") {
+		dirs = config.DefaultDirs("magnum", "magnum-db-manage")
 	}
 	cfg, err := config.Load(files, dirs)
 	if err != nil {
 		return fail(cmd, "configuration", err)
+	}
+	f.log.Apply(&cfg.Default)
+	lo := oslolog.FromConfig(cfg.Default, "magnum-db-manage")
+	lo.Stderr = cmd.ErrOrStderr()
+	logging, err := oslolog.Open(lo)
+	if err != nil {
+		return fail(cmd, "logging", err)
+	}
+	defer func() { _ = logging.Close() }()
+	log := logging.Logger
+	for _, w := range logging.Warnings {
+		log.Warn(w)
 	}
 	dbc := cfg.Database
 	store, err := db.Open(ctx, db.Options{

@@ -159,8 +159,14 @@ func (s *SyncBuffer) String() string {
 // ping_conductor (through magnumctl). The process is stopped at cleanup.
 func Start(t testing.TB, bins *Binaries, confPath string) *Process {
 	t.Helper()
+	return StartArgs(t, bins, confPath)
+}
+
+// StartArgs is Start with further command-line arguments.
+func StartArgs(t testing.TB, bins *Binaries, confPath string, args ...string) *Process {
+	t.Helper()
 	p := &Process{log: &SyncBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bins.Conductor, "--config-file", confPath)
+	p.cmd = exec.Command(bins.Conductor, append([]string{"--config-file", confPath}, args...)...)
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
@@ -195,6 +201,9 @@ func Start(t testing.TB, bins *Binaries, confPath string) *Process {
 
 // Log returns what the process has logged so far.
 func (p *Process) Log() string { return p.log.String() }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Stop sends SIGTERM and waits up to timeout for the process to exit.
 func (p *Process) Stop(timeout time.Duration) error {

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDebianInitScriptCommandLine: Debian's /etc/init.d/magnum-conductor
+// starts the service with --config-file=... --log-file=...; the conductor
+// must accept it and log to that file. The database is unreachable, so the
+// start ends early, with the reason in the log file.
+func TestDebianInitScriptCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "magnum.conf")
+	if err := os.WriteFile(conf, []byte("[DEFAULT]\ntransport_url = rabbit://guest:s3cret@127.0.0.1:1/\n"+
+		"[database]\nconnection = mysql+pymysql://root:dbpa55@127.0.0.1:1/magnum\nmax_retries = 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "magnum-conductor.log")
+	if code := execute([]string{"--config-file=" + conf, "--log-file=" + logFile, "--debug"}); code != 1 {
+		t.Fatalf("exit code %d, want 1 (no database)", code)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	if !strings.Contains(got, "level=INFO msg=\"starting magnum-conductor\"") || !strings.Contains(got, "level=DEBUG msg=configuration") ||
+		!strings.Contains(got, `level=ERROR msg="magnum-conductor stopped" error="db: database mysql+pymysql://root:xxxxx@127.0.0.1:1/magnum unreachable`) {
+		t.Errorf("log file:\n%s", got)
+	}
+	if strings.Contains(got, "s3cret") || strings.Contains(got, "dbpa55") {
+		t.Errorf("a password was logged:\n%s", got)
+	}
+}
+
+func TestUnknownFlagAndVersion(t *testing.T) {
+	if code := execute([]string{"--no-such-flag"}); code != 1 {
+		t.Errorf("unknown flag: exit %d", code)
+	}
+	if code := execute([]string{"--version"}); code != 0 {
+		t.Errorf("--version: exit %d", code)
+	}
+}

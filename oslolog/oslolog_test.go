@@ -1,0 +1,332 @@
+package oslolog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/openstack/magnum-conductor/config"
+)
+
+func TestLogPathAsOsloLog(t *testing.T) {
+	for _, tc := range []struct{ file, dir, want string }{
+		{"", "", ""},
+		{"/var/log/magnum/c.log", "", "/var/log/magnum/c.log"},
+		{"c.log", "/var/log/magnum", "/var/log/magnum/c.log"},
+		{"", "/var/log/magnum", "/var/log/magnum/magnum-conductor.log"},
+	} {
+		o := Options{LogFile: tc.file, LogDir: tc.dir, Binary: "magnum-conductor"}
+		if got := o.LogPath(); got != tc.want {
+			t.Errorf("log_file %q log_dir %q: %q, want %q", tc.file, tc.dir, got, tc.want)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func open(t *testing.T, o Options) *Logging {
+	t.Helper()
+	l, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestFileFollowsLogrotate(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	l := open(t, Options{LogDir: dir, Binary: "magnum-conductor", Stderr: &stderr})
+	path := filepath.Join(dir, "magnum-conductor.log")
+	l.Logger.Info("first")
+	// logrotate without copytruncate: the file is moved away.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	l.Logger.Info("second")
+	if got := readFile(t, path+".1"); !strings.Contains(got, "msg=first") || strings.Contains(got, "second") {
+		t.Errorf("moved file: %q", got)
+	}
+	if got := readFile(t, path); !strings.Contains(got, "msg=second") || strings.Contains(got, "first") {
+		t.Errorf("new file: %q", got)
+	}
+	// copytruncate (Debian's logrotate for magnum): the next line starts
+	// the file again instead of leaving a hole of zeros before it.
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	l.Logger.Info("third")
+	if got := readFile(t, path); !strings.HasPrefix(got, "time=") || !strings.Contains(got, "msg=third") {
+		t.Errorf("after copytruncate: %q", got)
+	}
+	// Reopen (SIGHUP) makes the file at once.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("Reopen did not create the file: %v", err)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("with a log file and no use_stderr, stderr got %q", stderr.String())
+	}
+}
+
+func TestSizeRotationKeepsMaxFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.log")
+	f, err := openLogFile(path, 100, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	line := strings.Repeat("x", 39) + "\n" // 40 bytes: two fit in 100
+	for i := 0; i < 7; i++ {
+		if _, err := f.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 7 lines, 2 per file: path holds 1, path.1 and path.2 hold 2 each,
+	// the oldest 2 are gone.
+	for name, want := range map[string]int{path: 40, path + ".1": 80, path + ".2": 80} {
+		if st, err := os.Stat(name); err != nil || st.Size() != int64(want) {
+			t.Errorf("%s: %v, size want %d", name, err, want)
+		}
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Errorf("a third backup exists: %v", err)
+	}
+}
+
+func TestNoRolloverWithoutBackups(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.log")
+	f, err := openLogFile(path, 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 0; i < 3; i++ {
+		_, _ = f.Write([]byte("0123456789\n"))
+	}
+	if st, _ := os.Stat(path); st == nil || st.Size() != 33 {
+		t.Errorf("the file was rolled over without backups (as Python's RotatingFileHandler never does): %v", st)
+	}
+}
+
+func TestStderrAsOsloLog(t *testing.T) {
+	dir := t.TempDir()
+	sock := listenUnixgram(t, filepath.Join(dir, "journal"))
+	for _, tc := range []struct {
+		name   string
+		o      Options
+		stderr bool
+	}{
+		{"nothing configured", Options{}, true},
+		{"log file", Options{LogFile: filepath.Join(dir, "a.log")}, false},
+		{"log file and use_stderr", Options{LogFile: filepath.Join(dir, "b.log"), UseStderr: true}, true},
+		{"journal", Options{UseJournal: true, JournalSocket: sock.LocalAddr().String()}, false},
+	} {
+		var stderr bytes.Buffer
+		tc.o.Stderr = &stderr
+		l := open(t, tc.o)
+		l.Logger.Info("hello")
+		if got := strings.Contains(stderr.String(), "msg=hello"); got != tc.stderr {
+			t.Errorf("%s: written to stderr = %v, want %v", tc.name, got, tc.stderr)
+		}
+	}
+}
+
+func TestDebugIsMutable(t *testing.T) {
+	var out bytes.Buffer
+	l := open(t, Options{Stderr: &out})
+	l.Logger.Debug("hidden")
+	l.SetDebug(true)
+	l.Logger.Debug("shown")
+	if strings.Contains(out.String(), "hidden") || !strings.Contains(out.String(), "level=DEBUG msg=shown") {
+		t.Errorf("%q", out.String())
+	}
+}
+
+func TestJSONLines(t *testing.T) {
+	var out bytes.Buffer
+	l := open(t, Options{Stderr: &out, UseJSON: true})
+	l.Logger.Info("hello", "request_id", "req-1")
+	if !strings.HasPrefix(out.String(), `{"time":`) || !strings.Contains(out.String(), `"request_id":"req-1"`) {
+		t.Errorf("%q", out.String())
+	}
+}
+
+func listenUnixgram(t *testing.T, path string) *net.UnixConn {
+	t.Helper()
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func receive(t *testing.T, c *net.UnixConn) []byte {
+	t.Helper()
+	buf := make([]byte, 1<<16)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+func TestSyslogSeverityAndFacility(t *testing.T) {
+	sock := listenUnixgram(t, filepath.Join(t.TempDir(), "log"))
+	l := open(t, Options{UseSyslog: true, SyslogFacility: "local0", Binary: "magnum-conductor",
+		SyslogNetwork: "unixgram", SyslogAddr: sock.LocalAddr().String(), Stderr: &bytes.Buffer{}})
+	l.Logger.With("request_id", "req-1").Warn("cluster stuck", "cluster", "c1")
+	got := string(receive(t, sock))
+	// <LOG_LOCAL0 (16<<3) | LOG_WARNING (4)>
+	if !strings.HasPrefix(got, "<132>") || !strings.Contains(got, "magnum-conductor[") ||
+		!strings.Contains(got, `msg="cluster stuck" request_id=req-1 cluster=c1`) || strings.Contains(got, "level=") {
+		t.Errorf("%q", got)
+	}
+	l.Logger.Error("failed")
+	if got := string(receive(t, sock)); !strings.HasPrefix(got, "<131>") {
+		t.Errorf("error: %q", got)
+	}
+}
+
+// journalFields parses the native protocol (NAME=value lines, and the
+// binary form NAME\n<uint64 length><value>\n).
+func journalFields(t *testing.T, b []byte) map[string]string {
+	t.Helper()
+	f := map[string]string{}
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "=\n")
+		if i < 0 {
+			t.Fatalf("bad datagram rest %q", b)
+		}
+		name := string(b[:i])
+		if b[i] == '=' {
+			j := bytes.IndexByte(b, '\n')
+			f[name] = string(b[i+1 : j])
+			b = b[j+1:]
+			continue
+		}
+		n := binary.LittleEndian.Uint64(b[i+1 : i+9])
+		f[name] = string(b[i+9 : i+9+int(n)])
+		if b[i+9+int(n)] != '\n' {
+			t.Fatalf("binary field %s not terminated", name)
+		}
+		b = b[i+10+int(n):]
+	}
+	return f
+}
+
+func TestJournalNativeFields(t *testing.T) {
+	sock := listenUnixgram(t, filepath.Join(t.TempDir(), "journal"))
+	l := open(t, Options{UseJournal: true, JournalSocket: sock.LocalAddr().String(), Binary: "magnum-conductor"})
+	log := l.Logger.With("request_id", "req-1", "global_request_id", "req-g")
+	log.Debug("not sent at INFO")
+	log.Error("driver failed", "error", "line one\nline two")
+	f := journalFields(t, receive(t, sock))
+	want := map[string]string{"PRIORITY": "3", "SYSLOG_FACILITY": "1", "SYSLOG_IDENTIFIER": "magnum-conductor",
+		"LOGGER_LEVEL": "ERROR", "REQUEST_ID": "req-1", "GLOBAL_REQUEST_ID": "req-g"}
+	for k, v := range want {
+		if f[k] != v {
+			t.Errorf("%s = %q, want %q (%v)", k, f[k], v, f)
+		}
+	}
+	if f["MESSAGE"] != `msg="driver failed" request_id=req-1 global_request_id=req-g error="line one\nline two"` {
+		t.Errorf("MESSAGE %q", f["MESSAGE"])
+	}
+	// Attributes inside a group are not request ids.
+	l.Logger.WithGroup("g").Info("x", "request_id", "v")
+	raw := journalFields(t, receive(t, sock))
+	if raw["LOGGER_LEVEL"] != "INFO" || raw["REQUEST_ID"] != "" || raw["MESSAGE"] != "msg=x g.request_id=v" {
+		t.Errorf("%v", raw)
+	}
+	// A value holding a newline (a multi-line message) takes the binary form.
+	if got := journalField(nil, "MESSAGE", "a\nb"); !bytes.Equal(got, append(append([]byte("MESSAGE\n"),
+		3, 0, 0, 0, 0, 0, 0, 0), "a\nb\n"...)) {
+		t.Errorf("binary field %q", got)
+	}
+}
+
+func TestOptionsOsloLogRefusesOrWarns(t *testing.T) {
+	for _, o := range []Options{
+		{UseEventlog: true},
+		{RotationType: "weekly"},
+		{UseSyslog: true, SyslogFacility: "LOG_NOPE"},
+		{RotationType: "size", MaxFileSizeMB: 0, LogFile: "x"},
+		{Format: "xml"},
+		{LogFile: filepath.Join(t.TempDir(), "missing-dir", "c.log")},
+	} {
+		if l, err := Open(o); err == nil {
+			_ = l.Close()
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	l := open(t, Options{LogConfigAppend: "/etc/magnum/logging.conf", RotationType: "Interval", Stderr: &bytes.Buffer{}})
+	if len(l.Warnings) != 2 || !strings.Contains(l.Warnings[0], "logging.conf") || !strings.Contains(l.Warnings[1], "interval") {
+		t.Errorf("warnings %q", l.Warnings)
+	}
+	if f, err := parseFacility("LOG_LOCAL7"); err != nil || f != 23<<3 {
+		t.Errorf("LOG_LOCAL7: %v %v", f, err)
+	}
+}
+
+// TestDebianCommandLine: the options Debian's init script and oslo.log's
+// users pass, over what magnum.conf says.
+func TestDebianCommandLine(t *testing.T) {
+	cfg, err := config.LoadSources([]config.Source{{Name: "magnum.conf",
+		Data: []byte("[DEFAULT]\nlog_file = /tmp/from-file.log\ndebug = true\nuse_json = true\nlogdir = /var/log/old\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Default.LogDir != "/var/log/old" {
+		t.Fatalf("deprecated logdir not read: %q", cfg.Default.LogDir)
+	}
+	fs := pflag.NewFlagSet("magnum-conductor", pflag.ContinueOnError)
+	var f Flags
+	f.Register(fs)
+	var files []string
+	fs.StringArrayVar(&files, "config-file", nil, "")
+	if err := fs.Parse([]string{"--config-file=/etc/magnum/magnum.conf",
+		"--log-file=/var/log/magnum/magnum-conductor.log", "--use-syslog", "--nodebug", "--nouse-json",
+		"--log-dir", ""}); err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.Default
+	f.Apply(&d)
+	if d.LogFile != "/var/log/magnum/magnum-conductor.log" || !d.UseSyslog || d.Debug || d.UseJSON || d.LogDir != "" {
+		t.Errorf("after the command line: %+v", d)
+	}
+	// Untouched options keep the file's values; -d and the deprecated
+	// --logfile spelling.
+	fs = pflag.NewFlagSet("magnum-conductor", pflag.ContinueOnError)
+	f = Flags{}
+	f.Register(fs)
+	if err := fs.Parse([]string{"-d", "--logfile", "/tmp/l.log"}); err != nil {
+		t.Fatal(err)
+	}
+	d = config.DefaultOpts{UseJSON: true}
+	f.Apply(&d)
+	if !d.Debug || d.LogFile != "/tmp/l.log" || !d.UseJSON {
+		t.Errorf("%+v", d)
+	}
+}

@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openstack/magnum-conductor/test/harness"
+)
+
+// TestLogFileAndSIGHUP: the conductor started as Debian's init script starts
+// it (--log-file=...) logs to that file and not to stderr; after logrotate
+// moved the file, SIGHUP makes a new one; debug = true written to
+// magnum.conf applies on the next SIGHUP; the conductor serves throughout
+// (SIGHUP used to end the process).
+func TestLogFileAndSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	conf := (&harness.Config{}).Write(t, dir)
+	logFile := filepath.Join(dir, "magnum-conductor.log")
+	p := harness.StartArgs(t, bins, conf, "--log-file="+logFile)
+
+	read := func(path string) string {
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
+	waitFor := func(path, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if strings.Contains(read(path), want) {
+				return
+			}
+		}
+		t.Fatalf("%s never held %q:\n%s", path, want, read(path))
+	}
+	waitFor(logFile, `msg="starting magnum-conductor"`)
+	if strings.Contains(p.Log(), "level=INFO") {
+		t.Errorf("with --log-file the log also went to stderr:\n%s", p.Log())
+	}
+
+	// logrotate moves the file, then signals.
+	if err := os.Rename(logFile, logFile+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(logFile, `msg="SIGHUP: log file reopened`)
+	if strings.Contains(read(logFile+".1"), `msg="SIGHUP`) {
+		t.Errorf("the moved file got lines after SIGHUP:\n%s", read(logFile+".1"))
+	}
+
+	// debug is mutable: no DEBUG lines before, DEBUG lines after.
+	if _, err := harness.CTL(bins, conf, "conductor", "ping"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(read(logFile), "level=DEBUG") {
+		t.Fatalf("DEBUG lines before debug = true:\n%s", read(logFile))
+	}
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n[DEFAULT]\ndebug = true\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	if err := p.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(logFile, "debug=true")
+	out, err := harness.CTL(bins, conf, "conductor", "ping")
+	if err != nil || !strings.Contains(out, "true") {
+		t.Fatalf("ping after SIGHUP: %v %s", err, out)
+	}
+	waitFor(logFile, `level=DEBUG msg="RPC method done"`)
+}
