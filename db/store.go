@@ -9,7 +9,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -120,6 +123,9 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		dialector = gormmysql.New(gormmysql.Config{Conn: sql.OpenDB(connector), DefaultStringSize: 255,
 			SkipInitializeWithVersion: true})
 	} else {
+		if err := sqliteDirReady(u); err != nil {
+			return nil, fmt.Errorf("db: %s: %w", u.Redacted, err)
+		}
 		dialector = sqlite.Open(u.DSN)
 	}
 	gdb, err := gorm.Open(dialector, &gorm.Config{
@@ -321,4 +327,25 @@ type driverLogger struct{ log *slog.Logger }
 // Print implements mysql.Logger.
 func (l driverLogger) Print(v ...any) {
 	l.log.Warn("mysql driver", "message", strings.TrimSpace(fmt.Sprint(v...)))
+}
+
+// sqliteDirReady says plainly what SQLite reports as "unable to open
+// database file: out of memory (14)": the file's directory is missing or
+// not a directory.
+func sqliteDirReady(u *URL) error {
+	if u.Memory || u.Database == "" {
+		return nil
+	}
+	dir := filepath.Dir(u.Database)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the directory %s of the SQLite database does not exist: create it, or set "+
+			"[database]/connection (the default is a SQLite file under [DEFAULT]/state_path)", dir)
+	case err != nil:
+		return fmt.Errorf("the directory of the SQLite database: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("%s, where the SQLite database should be, is not a directory", dir)
+	}
+	return nil
 }

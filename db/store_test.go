@@ -95,6 +95,17 @@ func TestOpenRefusesSchemaNotAtHead(t *testing.T) {
 	}
 }
 
+// TestSQLiteMissingDirectorySaysSo: SQLite itself reports a missing
+// directory as "unable to open database file: out of memory (14)".
+func TestSQLiteMissingDirectorySaysSo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "absent")
+	_, err := db.Open(context.Background(), db.Options{Connection: "sqlite:///" + filepath.Join(dir, "magnum.sqlite"),
+		SkipSchemaCheck: true}, nil)
+	if err == nil || !strings.Contains(err.Error(), "the directory "+dir+" of the SQLite database does not exist") {
+		t.Fatalf("error = %v", err)
+	}
+}
+
 func TestOpenUnreachableDatabaseFailsClearly(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
