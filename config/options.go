@@ -42,6 +42,7 @@ type Config struct {
 	KeystoneAuthtoken KeystoneAuthtokenOpts `group:"keystone_authtoken"`
 	BarbicanClient    BarbicanClientOpts    `group:"barbican_client"`
 	Audit             AuditOpts             `group:"audit"`
+	OsloReports       OsloReportsOpts       `group:"oslo_reports"`
 }
 
 // DefaultOpts is the [DEFAULT] group: transport (oslo.messaging), service and
@@ -290,6 +291,16 @@ type KeystoneAuthtokenOpts struct {
 type BarbicanClientOpts struct {
 	RegionName   string `ini:"region_name" help:"Region in Identity service catalog to use for communication with the OpenStack service."`
 	EndpointType string `ini:"endpoint_type" default:"publicURL" help:"Type of endpoint in Identity service catalog to use for communication with the OpenStack service."`
+}
+
+// OsloReportsOpts is the [oslo_reports] group: where the Guru Meditation
+// Report goes (package gurumeditation). Magnum's Python conductor does not
+// pass its configuration to oslo.reports, so it ignores this group and
+// always reports on SIGUSR2 to stderr; this conductor honours it.
+type OsloReportsOpts struct {
+	LogDir                   string        `ini:"log_dir" help:"Path to a log directory where to create a file"`
+	FileEventHandler         string        `ini:"file_event_handler" help:"The path to a file to watch for changes to trigger the reports, instead of signals. Setting this option disables the signal trigger for the reports. If application is running as a WSGI application it is recommended to use this instead of signals."`
+	FileEventHandlerInterval time.Duration `ini:"file_event_handler_interval" unit:"s" default:"1" help:"How many seconds to wait between polls when file_event_handler is set"`
 }
 
 // AuditOpts is the [audit] group (pycadf's identifier namespace).

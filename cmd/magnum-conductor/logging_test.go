@@ -28,7 +28,7 @@ func TestDebianInitScriptCommandLine(t *testing.T) {
 	}
 	got := string(b)
 	if !strings.Contains(got, "level=INFO msg=\"starting magnum-conductor\"") || !strings.Contains(got, "level=DEBUG msg=configuration") ||
-		!strings.Contains(got, `level=ERROR msg="magnum-conductor stopped" error="db: database mysql+pymysql://root:xxxxx@127.0.0.1:1/magnum unreachable`) {
+		!strings.Contains(got, `level=ERROR msg="magnum-conductor failed" error="db: database mysql+pymysql://root:xxxxx@127.0.0.1:1/magnum unreachable`) {
 		t.Errorf("log file:\n%s", got)
 	}
 	if strings.Contains(got, "s3cret") || strings.Contains(got, "dbpa55") {

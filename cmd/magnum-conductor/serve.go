@@ -24,6 +24,7 @@ import (
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/gurumeditation"
 	"github.com/openstack/magnum-conductor/migrations"
 	"github.com/openstack/magnum-conductor/oslolog"
 	"github.com/openstack/magnum-conductor/periodic"
@@ -56,9 +57,9 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	defer func() {
 		// The reason goes to the log file too, not only to stderr.
 		if se := (*startError)(nil); errors.As(err, &se) {
-			log.Error("magnum-conductor stopped", "error", se.err)
+			log.Error("magnum-conductor failed", "error", se.err)
 		} else if err != nil {
-			log.Error("magnum-conductor stopped", "error", err)
+			log.Error("magnum-conductor failed", "error", err)
 		}
 	}()
 	for _, w := range logging.Warnings {
@@ -68,6 +69,10 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadOnHangup(ctx, hup, st, logging, log)
+	go gurumeditation.Report{Service: binaryName, Version: version(), Config: cfg}.Serve(ctx, gurumeditation.Options{
+		LogDir: cfg.OsloReports.LogDir, FileEventHandler: cfg.OsloReports.FileEventHandler,
+		FileEventHandlerInterval: cfg.OsloReports.FileEventHandlerInterval, Stderr: logOut,
+	}, log.With("component", "gurumeditation"))
 	log.Info("starting magnum-conductor", "config_files", files, "config_dirs", dirs,
 		"host", cfg.Default.Host, "topic", cfg.Conductor.Topic)
 	log.Debug("configuration", "config", cfg)

@@ -14,8 +14,9 @@ import (
 // TestLogFileAndSIGHUP: the conductor started as Debian's init script starts
 // it (--log-file=...) logs to that file and not to stderr; after logrotate
 // moved the file, SIGHUP makes a new one; debug = true written to
-// magnum.conf applies on the next SIGHUP; the conductor serves throughout
-// (SIGHUP used to end the process).
+// magnum.conf applies on the next SIGHUP; SIGUSR2 writes the Guru
+// Meditation Report; the conductor serves throughout (SIGHUP used to end the
+// process).
 func TestLogFileAndSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	conf := (&harness.Config{}).Write(t, dir)
@@ -76,4 +77,21 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 		t.Fatalf("ping after SIGHUP: %v %s", err, out)
 	}
 	waitFor(logFile, `level=DEBUG msg="RPC method done"`)
+
+	// kill -USR2: oslo.reports' Guru Meditation Report on stderr, as the
+	// Python conductor writes it, with the goroutines and the redacted
+	// configuration.
+	if err := p.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(logFile, `msg="Guru Meditation Report written" component=gurumeditation to=stderr`)
+	report := p.Log()
+	for _, want := range []string{"Guru Meditation", "product = magnum-conductor (Go)", "goroutine ", "  transport_url = ****"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report on stderr lacks %q:\n%s", want, report)
+		}
+	}
+	if _, err := harness.CTL(bins, conf, "conductor", "ping"); err != nil {
+		t.Fatalf("ping after SIGUSR2: %v", err)
+	}
 }
