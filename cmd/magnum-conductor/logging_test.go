@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestDebianInitScriptCommandLine: Debian's /etc/init.d/magnum-conductor
@@ -43,4 +47,44 @@ func TestUnknownFlagAndVersion(t *testing.T) {
 	if code := execute([]string{"--version"}); code != 0 {
 		t.Errorf("--version: exit %d", code)
 	}
+}
+
+// TestStopWhileWaitingForTheBrokerIsClean: SIGTERM while the conductor
+// waits for an unreachable broker at start is a requested stop (exit 0),
+// not a start-up failure.
+func TestStopWhileWaitingForTheBrokerIsClean(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "magnum.conf")
+	if err := os.WriteFile(conf, []byte("[DEFAULT]\ntransport_url = rabbit://guest:guest@127.0.0.1:1/\n"+
+		"[database]\nconnection = sqlite:///"+filepath.Join(dir, "m.sqlite")+"\n[conductor]\nmetrics_listen =\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var out syncBuffer
+	if err := serve(ctx, startup{files: []string{conf}}, &out); err != nil {
+		t.Fatalf("serve: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "AMQP server is unreachable") ||
+		!strings.Contains(out.String(), `msg="magnum-conductor stopped before it finished starting"`) {
+		t.Errorf("log:\n%s", out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for writers on several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (h *syncBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.b.Write(p)
+}
+
+func (h *syncBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.b.String()
 }

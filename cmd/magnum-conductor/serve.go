@@ -55,6 +55,13 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	defer func() { _ = logging.Close() }()
 	log := logging.Logger
 	defer func() {
+		if err != nil && ctx.Err() != nil {
+			// SIGTERM while it was still starting (waiting for the
+			// broker or the database): a requested stop, not a failure.
+			log.Info("magnum-conductor stopped before it finished starting", "interrupted", err)
+			err = nil
+			return
+		}
 		// The reason goes to the log file too, not only to stderr.
 		if se := (*startError)(nil); errors.As(err, &se) {
 			log.Error("magnum-conductor failed", "error", se.err)
