@@ -86,6 +86,12 @@ def register_real(conf):
         conf.register_opts(client._client_opts)
     except Exception:  # pragma: no cover
         pass
+    # magnum.common.service.prepare_service -> oslo_log.log.register_options
+    from oslo_log import log as oslo_logging
+    oslo_logging.register_options(conf)
+    # oslo.reports' [oslo_reports] group
+    from oslo_reports import opts as reports_opts
+    reports_opts.set_defaults(conf)
     try:
         from pycadf import identifier  # noqa: F401  registers [audit]
     except Exception:  # pragma: no cover
