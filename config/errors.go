@@ -44,6 +44,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 type ValueError struct {
 	File   string
 	Line   int
+	Env    string // the environment variable (OS_<GROUP>__<OPTION>) the value came from
 	Group  string
 	Option string // the name as written (it may be a deprecated name)
 	Value  string // "****" for secret options
@@ -52,7 +53,9 @@ type ValueError struct {
 
 func (e *ValueError) Error() string {
 	var b strings.Builder
-	if e.File != "" {
+	if e.Env != "" {
+		fmt.Fprintf(&b, "environment variable %s: ", e.Env)
+	} else if e.File != "" {
 		fmt.Fprintf(&b, "config file %s", e.File)
 		if e.Line > 0 {
 			fmt.Fprintf(&b, ":%d", e.Line)

@@ -27,9 +27,13 @@ type Source struct {
 // a *FileError per unreadable file or directory, a *ParseError per file
 // with a syntax error, and a *ValueError per bad value. Use errors.As to
 // pick them out.
+//
+// As in oslo.config, an environment variable OS_<GROUP>__<OPTION> (for
+// example OS_DATABASE__CONNECTION, OS_DEFAULT__TRANSPORT_URL) wins over the
+// files.
 func Load(files, dirs []string) (*Config, error) {
 	srcs, errs := readSources(files, dirs)
-	cfg, err := LoadSources(srcs)
+	cfg, err := loadSources(srcs, os.LookupEnv)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -106,10 +110,16 @@ func readErr(err error) error {
 // LoadSources is Load for configuration already in memory (the first source
 // is the oldest; later sources win). It also returns every problem at once.
 func LoadSources(srcs []Source) (*Config, error) {
+	return loadSources(srcs, nil)
+}
+
+// loadSources reads srcs, and with env the OS_<GROUP>__<OPTION> variables.
+func loadSources(srcs []Source, env func(string) (string, bool)) (*Config, error) {
 	r, defs, errs := newResolver(srcs)
 	if r == nil {
 		return nil, errors.Join(errs...)
 	}
+	r.env = env
 	cfg := &Config{}
 	cv := reflect.ValueOf(cfg).Elem()
 	for _, d := range defs {
@@ -217,10 +227,18 @@ type resolver struct {
 	values map[*optDef]any
 	failed map[*optDef]error
 	active map[*optDef]bool // being resolved: a reference cycle
+	// env looks up environment variables; nil reads none.
+	env func(string) (string, bool)
+}
+
+// envName is oslo.config's name for an option in the environment.
+func envName(group, name string) string {
+	return "OS_" + strings.ToUpper(group) + "__" + strings.ToUpper(name)
 }
 
 // hit is where a raw value was found.
 type hit struct {
+	env   string // the environment variable, for a value from the environment
 	file  string
 	line  int
 	group string
@@ -285,7 +303,18 @@ func (r *resolver) get(d *optDef) (any, error) {
 }
 
 func (r *resolver) resolve(d *optDef) (any, error) {
-	hits := r.lookup(d.names(), d.kind == kindMulti)
+	var hits []hit
+	if r.env != nil {
+		// The environment wins over the files (oslo.config's
+		// EnvironmentConfigurationSource), under the option's own name only.
+		name := envName(d.group, d.name)
+		if text, ok := r.env(name); ok {
+			hits = []hit{{env: name, group: d.group, name: d.name, text: text}}
+		}
+	}
+	if hits == nil {
+		hits = r.lookup(d.names(), d.kind == kindMulti)
+	}
 	if len(hits) == 0 {
 		if !d.hasDefault {
 			if d.kind == kindMulti {
@@ -331,7 +360,7 @@ func (r *resolver) convertText(d *optDef, text string, h hit) (any, error) {
 		if d.secret {
 			val = "****"
 		}
-		return &ValueError{File: h.file, Line: h.line, Group: h.group, Option: h.name, Value: val, Reason: reason}
+		return &ValueError{File: h.file, Line: h.line, Env: h.env, Group: h.group, Option: h.name, Value: val, Reason: reason}
 	}
 	s, err := r.substitute(d.group, text, 0)
 	if err != nil {
