@@ -340,6 +340,10 @@ func (c *Client) startReplies(ctx context.Context) error {
 	case <-c.replyReady:
 		return c.replyCtx.Err()
 	case <-ctx.Done():
+		if err := c.replyDialer.lastError(); err != nil {
+			// Say why: the reply queue needs the broker.
+			return fmt.Errorf("no connection to %s for the reply queue: %w (last error: %v)", c.replyDialer.url, ctx.Err(), err)
+		}
 		return ctx.Err()
 	}
 }

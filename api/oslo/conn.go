@@ -28,8 +28,22 @@ type dialer struct {
 	log     *slog.Logger
 	purpose string // "listener", "publisher", "reply", for the connection name
 
-	mu   sync.Mutex
-	next int
+	mu      sync.Mutex
+	next    int
+	lastErr error // the last failed dial, until a dial succeeds
+}
+
+// lastError is why the last dial failed, or nil after a success.
+func (d *dialer) lastError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastErr
+}
+
+func (d *dialer) setLastError(err error) {
+	d.mu.Lock()
+	d.lastErr = err
+	d.mu.Unlock()
 }
 
 func newDialer(u *TransportURL, opts RabbitOptions, purpose string, log *slog.Logger) *dialer {
@@ -183,6 +197,7 @@ func (d *dialer) backoff(n int) time.Duration {
 func (d *dialer) connect(ctx context.Context) (*amqp.Connection, error) {
 	for n := 0; ; n++ {
 		conn, h, err := d.dialOnce()
+		d.setLastError(err)
 		if err == nil {
 			if n > 0 {
 				d.log.Info("reconnected to AMQP server", "broker", h.Addr(), "purpose", d.purpose, "attempts", n+1)

@@ -2,6 +2,7 @@ package oslo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,4 +117,24 @@ func recoveryEnv(t *testing.T, delay time.Duration) (*testEnv, *recorder, *Clien
 		t.Fatal(err)
 	}
 	return e, rec, c, tgt
+}
+
+// TestCallWithoutBrokerSaysWhy: a call that cannot get its reply queue
+// because the broker does not answer ends with the deadline, and says what
+// the dial said (no password).
+func TestCallWithoutBrokerSaysWhy(t *testing.T) {
+	opts := DefaultOptions()
+	opts.TransportURL = "rabbit://guest:topsecret@127.0.0.1:1/"
+	c, err := NewClient(opts, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(userCtx(), time.Second)
+	defer cancel()
+	_, err = c.Call(ctx, Target{Topic: "t"}, "ping_conductor", nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") ||
+		!strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "topsecret") {
+		t.Fatalf("error = %v", err)
+	}
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +87,25 @@ func TestUUIDIsVersion4(t *testing.T) {
 	}
 	if u == newUUID() {
 		t.Fatal("two uuids are equal")
+	}
+}
+
+// TestDefaultConfigFileIsOsloConfigs: without --config-file, magnumctl reads
+// the magnum.conf oslo.config would find (here ~/.magnum/magnum.conf), so
+// its transport_url is the one dialled.
+func TestDefaultConfigFileIsOsloConfigs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.MkdirAll(filepath.Join(home, ".magnum"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".magnum", "magnum.conf"),
+		[]byte("[DEFAULT]\ntransport_url = rabbit://guest:guest@127.0.0.1:1/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"--timeout", "2s", "conductor", "ping"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "127.0.0.1:1") {
+		t.Fatalf("exit %d, stderr %q: the default magnum.conf's transport_url was not used", code, stderr.String())
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openstack/magnum-conductor/config"
 )
 
 func main() {
@@ -43,11 +45,19 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if g.output != "table" && g.output != "json" {
 				return fmt.Errorf("--output must be table or json, not %q", g.output)
 			}
+			// oslo.config's search, so that on a conductor host the
+			// conductor's own /etc/magnum/magnum.conf is used.
+			if !cmd.Flags().Changed("config-file") {
+				g.configFiles = config.DefaultFiles("magnum", "magnumctl")
+			}
+			if !cmd.Flags().Changed("config-dir") {
+				g.configDirs = config.DefaultDirs("magnum", "magnumctl")
+			}
 			return nil
 		},
 	}
 	f := root.PersistentFlags()
-	f.StringArrayVar(&g.configFiles, "config-file", nil, "magnum.conf to read transport_url, control_exchange and [conductor]/topic from (repeatable)")
+	f.StringArrayVar(&g.configFiles, "config-file", nil, "magnum.conf to read transport_url, control_exchange and [conductor]/topic from (repeatable; default: the first magnum.conf in ~/.magnum, ~, /etc/magnum, /etc)")
 	f.StringArrayVar(&g.configDirs, "config-dir", nil, "directory of *.conf files read after --config-file (repeatable)")
 	f.StringVar(&g.transportURL, "transport-url", "", "oslo.messaging transport URL (overrides the config file)")
 	f.StringVar(&g.topic, "topic", "", "conductor topic (overrides [conductor]/topic)")
