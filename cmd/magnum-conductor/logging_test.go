@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/test/harness"
 )
 
 // TestDebianInitScriptCommandLine: Debian's /etc/init.d/magnum-conductor
@@ -61,7 +61,7 @@ func TestStopWhileWaitingForTheBrokerIsClean(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out harness.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, startup{files: []string{conf}}, &out) }()
 	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "AMQP server is unreachable"); {
@@ -77,22 +77,4 @@ func TestStopWhileWaitingForTheBrokerIsClean(t *testing.T) {
 	if !strings.Contains(out.String(), `msg="magnum-conductor stopped before it finished starting"`) {
 		t.Errorf("log:\n%s", out.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer for writers on several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (h *syncBuffer) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.b.Write(p)
-}
-
-func (h *syncBuffer) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.b.String()
 }
