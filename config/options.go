@@ -67,7 +67,7 @@ type DefaultOpts struct {
 	// oslo.log's options (the command line's --log-file, --debug ... win
 	// over these). See package oslolog for what each one does here.
 	LogConfigAppend       string `ini:"log_config_append" deprecated:"DEFAULT.log_config" help:"The name of a Python logging configuration file. Not read by this conductor: when set, a warning is logged and the other logging options apply."`
-	LogDateFormat         string `ini:"log_date_format" default:"%Y-%m-%d %H:%M:%S" help:"Defines the format string for %(asctime)s in log records. Accepted for compatibility; log lines carry RFC 3339 times."`
+	LogDateFormat         string `ini:"log_date_format" default:"%Y-%m-%d %H:%M:%S" help:"Defines the format string for %(asctime)s in log records (strftime directives), in oslo.log's line layout."`
 	LogFile               string `ini:"log_file" deprecated:"DEFAULT.logfile" help:"(Optional) Name of log file to send logging output to. If no default is set, logging will go to stderr."`
 	LogDir                string `ini:"log_dir" deprecated:"DEFAULT.logdir" help:"(Optional) The base directory used for relative log_file paths; with no log_file, the log goes to <log_dir>/<binary>.log."`
 	WatchLogFile          bool   `ini:"watch_log_file" default:"false" help:"Reopen the log file when it is moved or removed. The log file is always reopened when that happens (and on SIGHUP)."`

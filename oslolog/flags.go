@@ -33,7 +33,7 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	str(&f.logFile, "log-file", "logfile", "log to this file (oslo.log's log_file); reopened when moved and on SIGHUP")
 	str(&f.logDir, "log-dir", "logdir", "base directory of a relative --log-file; alone, logs go to <dir>/<binary>.log (log_dir)")
 	str(&f.logConfigAppend, "log-config-append", "log-config", "a Python logging configuration file: not read here (a warning; the other options apply)")
-	str(&f.logDateFormat, "log-date-format", "", "accepted for compatibility (log_date_format); log lines carry RFC 3339 times")
+	str(&f.logDateFormat, "log-date-format", "", "strftime format of the time in oslo.log's line layout (log_date_format)")
 	str(&f.syslogFacility, "syslog-log-facility", "", "syslog facility, LOG_USER by default (syslog_log_facility)")
 	boolean := func(p, neg *bool, name, short, help string) {
 		fs.BoolVarP(p, name, short, false, help)

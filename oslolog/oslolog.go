@@ -5,11 +5,14 @@
 // moves it and on SIGHUP, size rotation, syslog, the journal's native
 // protocol, JSON lines, and the debug level, changeable while running.
 //
+// Lines are laid out as oslo.log's ContextFormatter lays them out by
+// default (see osloLine), or as slog's text or JSON when asked.
+//
 // What oslo.log does and this package does not: read a Python logging
-// configuration (log_config_append) and rotate by time
-// (log_rotation_type = interval). Both are reported by Open as warnings and
-// the rest of the options apply. Lines are slog's text or JSON, not oslo's
-// ContextFormatter layout.
+// configuration (log_config_append), rotate by time
+// (log_rotation_type = interval), and take other logging_*_format_string
+// values. The first two are reported by Open as warnings and the rest of
+// the options apply.
 package oslolog
 
 import (
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -41,8 +45,12 @@ type Options struct {
 	MaxFileCount    int
 	MaxFileSizeMB   int
 
-	// Format is "text" (default) or "json"; UseJSON means json.
+	// Format is "oslo" (default: oslo.log's line layout), "text" (slog's
+	// key=value) or "json"; UseJSON means json.
 	Format string
+	// DateFormat is log_date_format (strftime directives) for the oslo
+	// layout.
+	DateFormat string
 	// Stderr receives the log when nothing else is configured, and with
 	// UseStderr; os.Stderr in the binaries.
 	Stderr io.Writer
@@ -60,7 +68,7 @@ func FromConfig(d config.DefaultOpts, binary string) Options {
 		Debug: d.Debug, LogFile: d.LogFile, LogDir: d.LogDir, Binary: binary,
 		UseSyslog: d.UseSyslog, SyslogFacility: d.SyslogLogFacility, UseJournal: d.UseJournal,
 		UseJSON: d.UseJSON, UseStderr: d.UseStderr, UseEventlog: d.UseEventlog,
-		LogConfigAppend: d.LogConfigAppend, RotationType: d.LogRotationType,
+		LogConfigAppend: d.LogConfigAppend, RotationType: d.LogRotationType, DateFormat: d.LogDateFormat,
 		MaxFileCount: d.MaxLogfileCount, MaxFileSizeMB: d.MaxLogfileSizeMB,
 	}
 }
@@ -103,9 +111,11 @@ func Open(o Options) (*Logging, error) {
 		format = "json"
 	}
 	switch format {
-	case "", "text", "json":
+	case "":
+		format = "oslo"
+	case "oslo", "text", "json":
 	default:
-		return nil, fmt.Errorf("log format %q is neither text nor json", format)
+		return nil, fmt.Errorf("log format %q is none of oslo, text and json", format)
 	}
 	if o.UseEventlog {
 		return nil, errors.New("use_eventlog: the Windows Event Log is not available on this platform")
@@ -136,10 +146,13 @@ func Open(o Options) (*Logging, error) {
 	var handlers []slog.Handler
 	hopts := &slog.HandlerOptions{Level: l.level}
 	newHandler := func(w io.Writer) slog.Handler {
-		if format == "json" {
+		switch format {
+		case "json":
 			return slog.NewJSONHandler(w, hopts)
+		case "text":
+			return slog.NewTextHandler(w, hopts)
 		}
-		return slog.NewTextHandler(w, hopts)
+		return newRecordHandler(newOsloLine(w, o.Binary, o.DateFormat, os.Getpid()), l.level, true)
 	}
 	fail := func(err error) (*Logging, error) {
 		_ = l.Close()
@@ -164,7 +177,7 @@ func Open(o Options) (*Logging, error) {
 			return fail(err)
 		}
 		l.closers = append(l.closers, j)
-		handlers = append(handlers, newRecordHandler(j, l.level))
+		handlers = append(handlers, newRecordHandler(j, l.level, false))
 	}
 	if o.UseSyslog {
 		s, err := dialSyslog(o.SyslogNetwork, o.SyslogAddr, facility, o.Binary)
@@ -172,7 +185,7 @@ func Open(o Options) (*Logging, error) {
 			return fail(err)
 		}
 		l.closers = append(l.closers, s)
-		handlers = append(handlers, newRecordHandler(s, l.level))
+		handlers = append(handlers, newRecordHandler(s, l.level, false))
 	}
 	if len(handlers) == 1 {
 		l.Logger = slog.New(handlers[0])

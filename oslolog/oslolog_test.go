@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,10 +61,10 @@ func TestFileFollowsLogrotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Logger.Info("second")
-	if got := readFile(t, path+".1"); !strings.Contains(got, "msg=first") || strings.Contains(got, "second") {
+	if got := readFile(t, path+".1"); !strings.Contains(got, "[-] first") || strings.Contains(got, "second") {
 		t.Errorf("moved file: %q", got)
 	}
-	if got := readFile(t, path); !strings.Contains(got, "msg=second") || strings.Contains(got, "first") {
+	if got := readFile(t, path); !strings.Contains(got, "[-] second") || strings.Contains(got, "first") {
 		t.Errorf("new file: %q", got)
 	}
 	// copytruncate (Debian's logrotate for magnum): the next line starts
@@ -71,7 +73,7 @@ func TestFileFollowsLogrotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Logger.Info("third")
-	if got := readFile(t, path); !strings.HasPrefix(got, "time=") || !strings.Contains(got, "msg=third") {
+	if got := readFile(t, path); !strings.HasPrefix(got, "20") || !strings.Contains(got, "[-] third") {
 		t.Errorf("after copytruncate: %q", got)
 	}
 	// Reopen (SIGHUP) makes the file at once.
@@ -146,7 +148,7 @@ func TestStderrAsOsloLog(t *testing.T) {
 		tc.o.Stderr = &stderr
 		l := open(t, tc.o)
 		l.Logger.Info("hello")
-		if got := strings.Contains(stderr.String(), "msg=hello"); got != tc.stderr {
+		if got := strings.Contains(stderr.String(), "[-] hello"); got != tc.stderr {
 			t.Errorf("%s: written to stderr = %v, want %v", tc.name, got, tc.stderr)
 		}
 	}
@@ -158,8 +160,69 @@ func TestDebugIsMutable(t *testing.T) {
 	l.Logger.Debug("hidden")
 	l.SetDebug(true)
 	l.Logger.Debug("shown")
-	if strings.Contains(out.String(), "hidden") || !strings.Contains(out.String(), "level=DEBUG msg=shown") {
+	if strings.Contains(out.String(), "hidden") || !strings.Contains(out.String(), " DEBUG magnum [-] shown ") {
 		t.Errorf("%q", out.String())
+	}
+}
+
+// TestOsloLayout: the lines oslo.log's ContextFormatter writes with its
+// default format strings, which log shippers parse.
+func TestOsloLayout(t *testing.T) {
+	var out bytes.Buffer
+	l := open(t, Options{Stderr: &out, Binary: "magnum-conductor"})
+	log := l.Logger.With("component", "rpc")
+	log.Info("RPC method failed", "request_id", "req-1", "global_request_id", "req-g", "error", "disk on fire")
+	log.Warn("no global id", "request_id", "req-2")
+	l.Logger.Error("periodic", "cluster", "c1")
+	l.Logger.With("component", "db").WithGroup("g").Info("grouped", "request_id", "not-an-id")
+	l.SetDebug(true)
+	l.Logger.Debug("with source")
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	pid := strconv.Itoa(os.Getpid())
+	prefix := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ` + pid + ` `)
+	want := []string{
+		`INFO magnum.conductor.rpc [req-g req-1 - - - - - -] RPC method failed error="disk on fire"`,
+		`WARNING magnum.conductor.rpc [None req-2 - - - - - -] no global id`,
+		`ERROR magnum.conductor [-] periodic cluster=c1`,
+		`INFO magnum.conductor.db [-] grouped g.request_id=not-an-id`,
+		`DEBUG magnum.conductor [-] with source oslolog.TestOsloLayout ` + mustAbs(t, "oslolog_test.go") + `:`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	for i, line := range lines {
+		if !prefix.MatchString(line) || !strings.HasPrefix(prefix.ReplaceAllString(line, ""), want[i]) {
+			t.Errorf("line %d:\n got %s\nwant <time> %s %s", i, line, pid, want[i])
+		}
+	}
+	// log_date_format
+	out.Reset()
+	l = open(t, Options{Stderr: &out, DateFormat: "%d/%b/%y %I:%M:%S %p %%"})
+	l.Logger.Info("x")
+	if !regexp.MustCompile(`^\d\d/[A-Z][a-z]{2}/\d\d \d\d:\d\d:\d\d [AP]M %\.\d{3} `).MatchString(out.String()) {
+		t.Errorf("log_date_format: %q", out.String())
+	}
+	at := time.Date(2026, 3, 7, 14, 5, 9, 0, time.UTC)
+	if got := string(appendStrftime(nil, "%Y-%m-%d %H:%M:%S %j %a %A %B %Q", at)); got != "2026-03-07 14:05:09 066 Sat Saturday March %Q" {
+		t.Errorf("strftime: %q", got)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestTextAndJSONLines(t *testing.T) {
+	var text bytes.Buffer
+	l := open(t, Options{Stderr: &text, Format: "text"})
+	l.Logger.Info("hello", "request_id", "req-1")
+	if !strings.HasPrefix(text.String(), "time=") || !strings.Contains(text.String(), "level=INFO msg=hello request_id=req-1") {
+		t.Errorf("%q", text.String())
 	}
 }
 

@@ -5,30 +5,40 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 )
 
-// entry is one record for a destination that takes a level and a message
-// per entry (syslog, the journal) rather than a stream of lines.
+// entry is one record taken apart for a destination that lays it out
+// itself: syslog and the journal (a level and a message per entry), and the
+// oslo.log line layout.
 type entry struct {
-	level   slog.Level
-	message []byte // the record as a text line without time and level
-	// request ids, when the record or its logger carries them
-	requestID, globalRequestID string
+	time  time.Time
+	level slog.Level
+	pc    uintptr
+	// message is the record as slog's text layout without time and level
+	// (msg=... k=v ...); in the apart mode, only the attributes (k=v ...)
+	// without the request ids and the component, which are the fields below.
+	message []byte
+	msg     string
+	// request ids and the component, when the record or its logger carries
+	// them outside any group
+	requestID, globalRequestID, component string
 }
 
-// entryWriter sends entries to a destination.
+// entryWriter sends entries to a destination. Calls are serialised.
 type entryWriter interface {
 	writeEntry(e entry) error
 }
 
 // recordHandler formats records with slog's text handler, without the time
-// and level (the destination records both), and passes them on as entries.
+// and level (the destination records both) and, in the apart mode, without
+// msg, the request ids and the component, and passes them on as entries.
 type recordHandler struct {
 	shared *recordShared
 	inner  slog.Handler
-	// ids found in WithAttrs outside any group
-	requestID, globalRequestID string
-	grouped                    bool
+	// ids and component found in WithAttrs outside any group
+	requestID, globalRequestID, component string
+	grouped                               bool
 }
 
 type recordShared struct {
@@ -37,11 +47,14 @@ type recordShared struct {
 	out entryWriter
 }
 
-func newRecordHandler(out entryWriter, level slog.Leveler) *recordHandler {
+// apartKeys are the top-level keys the apart mode takes out of the text.
+var apartKeys = map[string]bool{slog.MessageKey: true, "request_id": true, "global_request_id": true, "component": true}
+
+func newRecordHandler(out entryWriter, level slog.Leveler, apart bool) *recordHandler {
 	sh := &recordShared{out: out}
 	inner := slog.NewTextHandler(&sh.buf, &slog.HandlerOptions{Level: level,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey || apart && apartKeys[a.Key]) {
 				return slog.Attr{}
 			}
 			return a
@@ -54,22 +67,22 @@ func (h *recordHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *recordHandler) Handle(ctx context.Context, r slog.Record) error {
-	e := entry{level: r.Level, requestID: h.requestID, globalRequestID: h.globalRequestID}
+	e := entry{time: r.Time, level: r.Level, pc: r.PC, msg: r.Message,
+		requestID: h.requestID, globalRequestID: h.globalRequestID, component: h.component}
 	if !h.grouped {
 		r.Attrs(func(a slog.Attr) bool {
-			noteID(a, &e.requestID, &e.globalRequestID)
+			e.note(a)
 			return true
 		})
 	}
 	sh := h.shared
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	sh.buf.Reset()
-	err := h.inner.Handle(ctx, r)
-	e.message = bytes.TrimSuffix(bytes.Clone(sh.buf.Bytes()), []byte("\n"))
-	sh.mu.Unlock()
-	if err != nil {
+	if err := h.inner.Handle(ctx, r); err != nil {
 		return err
 	}
+	e.message = bytes.TrimSuffix(sh.buf.Bytes(), []byte("\n"))
 	return sh.out.writeEntry(e)
 }
 
@@ -77,9 +90,11 @@ func (h *recordHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	c := *h
 	c.inner = h.inner.WithAttrs(as)
 	if !h.grouped {
+		e := entry{requestID: h.requestID, globalRequestID: h.globalRequestID, component: h.component}
 		for _, a := range as {
-			noteID(a, &c.requestID, &c.globalRequestID)
+			e.note(a)
 		}
+		c.requestID, c.globalRequestID, c.component = e.requestID, e.globalRequestID, e.component
 	}
 	return &c
 }
@@ -91,12 +106,15 @@ func (h *recordHandler) WithGroup(name string) slog.Handler {
 	return &c
 }
 
-// noteID keeps the value of a request_id or global_request_id attribute.
-func noteID(a slog.Attr, requestID, globalRequestID *string) {
+// note keeps the value of a request_id, global_request_id or component
+// attribute.
+func (e *entry) note(a slog.Attr) {
 	switch a.Key {
 	case "request_id":
-		*requestID = a.Value.Resolve().String()
+		e.requestID = a.Value.Resolve().String()
 	case "global_request_id":
-		*globalRequestID = a.Value.Resolve().String()
+		e.globalRequestID = a.Value.Resolve().String()
+	case "component":
+		e.component = a.Value.Resolve().String()
 	}
 }

@@ -31,8 +31,10 @@ func TestDebianInitScriptCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := string(b)
-	if !strings.Contains(got, "level=INFO msg=\"starting magnum-conductor\"") || !strings.Contains(got, "level=DEBUG msg=configuration") ||
-		!strings.Contains(got, `level=ERROR msg="magnum-conductor failed" error="db: database mysql+pymysql://root:xxxxx@127.0.0.1:1/magnum unreachable`) {
+	// oslo.log's layout, as the Python service writes its log file.
+	if !strings.Contains(got, " INFO magnum.conductor [-] starting magnum-conductor ") ||
+		!strings.Contains(got, " DEBUG magnum.conductor [-] configuration ") ||
+		!strings.Contains(got, ` ERROR magnum.conductor [-] magnum-conductor failed error="db: database mysql+pymysql://root:xxxxx@127.0.0.1:1/magnum unreachable`) {
 		t.Errorf("log file:\n%s", got)
 	}
 	if strings.Contains(got, "s3cret") || strings.Contains(got, "dbpa55") {
@@ -74,7 +76,7 @@ func TestStopWhileWaitingForTheBrokerIsClean(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), `msg="magnum-conductor stopped before it finished starting"`) {
+	if !strings.Contains(out.String(), `[-] magnum-conductor stopped before it finished starting interrupted=`) {
 		t.Errorf("log:\n%s", out.String())
 	}
 }

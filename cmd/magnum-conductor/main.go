@@ -58,7 +58,8 @@ func execute(args []string) int {
 	cmd.Flags().StringArrayVar(&st.dirs, "config-dir", nil,
 		"directory whose *.conf files are read in lexical order after the files (oslo.config's --config-dir; "+
 			"without it, magnum.conf.d and magnum-conductor.conf.d searched likewise)")
-	cmd.Flags().StringVar(&st.logFormat, "log-format", "text", "log line format: text or json")
+	cmd.Flags().StringVar(&st.logFormat, "log-format", "",
+		"log line layout: oslo (the default: oslo.log's, as the Python service writes), text (slog key=value) or json")
 	st.logFlags.Register(cmd.Flags())
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(context.Background()); err != nil {

@@ -182,7 +182,7 @@ func TestDatabaseGoesAway(t *testing.T) {
 
 	failed := 0
 	for _, line := range strings.Split(proc.Log(), "\n") {
-		if strings.Contains(line, "level=ERROR") && strings.Contains(line, `msg="RPC method failed"`) &&
+		if strings.Contains(line, " ERROR magnum.conductor.rpc [") && strings.Contains(line, "] RPC method failed ") &&
 			strings.Contains(line, "list cluster templates") {
 			failed++
 		}

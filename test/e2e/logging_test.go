@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,8 +37,9 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 		}
 		t.Fatalf("%s never held %q:\n%s", path, want, read(path))
 	}
-	waitFor(logFile, `msg="starting magnum-conductor"`)
-	if strings.Contains(p.Log(), "level=INFO") {
+	// oslo.log's line layout, as the Python service writes its log file.
+	waitFor(logFile, " INFO magnum.conductor [-] starting magnum-conductor ")
+	if strings.Contains(p.Log(), " INFO magnum.conductor") {
 		t.Errorf("with --log-file the log also went to stderr:\n%s", p.Log())
 	}
 
@@ -48,8 +50,8 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(logFile, `msg="SIGHUP: log file reopened`)
-	if strings.Contains(read(logFile+".1"), `msg="SIGHUP`) {
+	waitFor(logFile, "[-] SIGHUP: log file reopened")
+	if strings.Contains(read(logFile+".1"), "[-] SIGHUP") {
 		t.Errorf("the moved file got lines after SIGHUP:\n%s", read(logFile+".1"))
 	}
 
@@ -57,7 +59,7 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 	if _, err := harness.CTL(bins, conf, "conductor", "ping"); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(read(logFile), "level=DEBUG") {
+	if strings.Contains(read(logFile), " DEBUG ") {
 		t.Fatalf("DEBUG lines before debug = true:\n%s", read(logFile))
 	}
 	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
@@ -76,7 +78,11 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 	if err != nil || !strings.Contains(out, "true") {
 		t.Fatalf("ping after SIGHUP: %v %s", err, out)
 	}
-	waitFor(logFile, `level=DEBUG msg="RPC method done"`)
+	// A request's line: [global_request_id request_id user identity].
+	waitFor(logFile, " DEBUG magnum.conductor.rpc [")
+	if !regexp.MustCompile(` DEBUG magnum\.conductor\.rpc \[\S+ \S+ - - - - - -\] RPC method done .*method=ping_conductor `).MatchString(read(logFile)) {
+		t.Errorf("no request line in oslo's layout:\n%s", read(logFile))
+	}
 
 	// kill -USR2: oslo.reports' Guru Meditation Report on stderr, as the
 	// Python conductor writes it, with the goroutines and the redacted
@@ -84,7 +90,7 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 	if err := p.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(logFile, `msg="Guru Meditation Report written" component=gurumeditation to=stderr`)
+	waitFor(logFile, " INFO magnum.conductor.gurumeditation [-] Guru Meditation Report written to=stderr")
 	report := p.Log()
 	for _, want := range []string{"Guru Meditation", "product = magnum-conductor (Go)", "goroutine ", "  transport_url = ****"} {
 		if !strings.Contains(report, want) {
