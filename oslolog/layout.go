@@ -19,9 +19,10 @@ import (
 //	logging_debug_format_suffix    %(funcName)s %(pathname)s:%(lineno)d
 //
 // The context layout is used for a record with a request_id, as in
-// oslo.log; a missing global_request_id shows as None and the user
-// identity (user project domain system_scope user_domain project_domain) as
-// dashes where unknown, as Python prints them. %(name)s is the logger name:
+// oslo.log; a missing global_request_id shows as None, and the user identity
+// (user project domain system_scope user_domain project_domain, from the
+// user_id ... project_domain_id attributes) has dashes where a value is
+// unknown, as Python prints them; system_scope is always a dash. %(name)s is the logger name:
 // the binary with dots (magnum.conductor), then the record's component. The
 // message is slog's msg followed by its other attributes as key=value.
 type osloLine struct {
@@ -70,7 +71,15 @@ func (o *osloLine) writeEntry(e entry) error {
 		b = append(b, global...)
 		b = append(b, ' ')
 		b = append(b, e.requestID...)
-		b = append(b, " - - - - - -] "...)
+		id := e.identity
+		for _, v := range [...]string{id.user, id.project, id.domain, "", id.userDomain, id.projectDomain} {
+			b = append(b, ' ')
+			if v == "" {
+				v = "-"
+			}
+			b = append(b, v...)
+		}
+		b = append(b, "] "...)
 	} else {
 		b = append(b, " [-] "...)
 	}

@@ -173,6 +173,7 @@ func TestOsloLayout(t *testing.T) {
 	log := l.Logger.With("component", "rpc")
 	log.Info("RPC method failed", "request_id", "req-1", "global_request_id", "req-g", "error", "disk on fire")
 	log.Warn("no global id", "request_id", "req-2")
+	log.With("request_id", "req-3", "user_id", "u1", "project_id", "p1", "user_domain_id", "default").Info("who")
 	l.Logger.Error("periodic", "cluster", "c1")
 	l.Logger.With("component", "db").WithGroup("g").Info("grouped", "request_id", "not-an-id")
 	l.SetDebug(true)
@@ -183,6 +184,7 @@ func TestOsloLayout(t *testing.T) {
 	want := []string{
 		`INFO magnum.conductor.rpc [req-g req-1 - - - - - -] RPC method failed error="disk on fire"`,
 		`WARNING magnum.conductor.rpc [None req-2 - - - - - -] no global id`,
+		`INFO magnum.conductor.rpc [None req-3 u1 p1 - - default -] who`,
 		`ERROR magnum.conductor [-] periodic cluster=c1`,
 		`INFO magnum.conductor.db [-] grouped g.request_id=not-an-id`,
 		`DEBUG magnum.conductor [-] with source oslolog.TestOsloLayout ` + mustAbs(t, "oslolog_test.go") + `:`,

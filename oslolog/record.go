@@ -20,9 +20,16 @@ type entry struct {
 	// without the request ids and the component, which are the fields below.
 	message []byte
 	msg     string
-	// request ids and the component, when the record or its logger carries
-	// them outside any group
+	// request ids, the component and the user identity, when the record or
+	// its logger carries them outside any group
 	requestID, globalRequestID, component string
+	identity                              identity
+}
+
+// identity is oslo.log's user identity: user project domain system_scope
+// user_domain project_domain (system_scope is not carried here).
+type identity struct {
+	user, project, domain, userDomain, projectDomain string
 }
 
 // entryWriter sends entries to a destination. Calls are serialised.
@@ -36,9 +43,9 @@ type entryWriter interface {
 type recordHandler struct {
 	shared *recordShared
 	inner  slog.Handler
-	// ids and component found in WithAttrs outside any group
-	requestID, globalRequestID, component string
-	grouped                               bool
+	// what WithAttrs gave outside any group
+	noted   entry
+	grouped bool
 }
 
 type recordShared struct {
@@ -48,7 +55,8 @@ type recordShared struct {
 }
 
 // apartKeys are the top-level keys the apart mode takes out of the text.
-var apartKeys = map[string]bool{slog.MessageKey: true, "request_id": true, "global_request_id": true, "component": true}
+var apartKeys = map[string]bool{slog.MessageKey: true, "request_id": true, "global_request_id": true, "component": true,
+	"user_id": true, "project_id": true, "domain_id": true, "user_domain_id": true, "project_domain_id": true}
 
 func newRecordHandler(out entryWriter, level slog.Leveler, apart bool) *recordHandler {
 	sh := &recordShared{out: out}
@@ -67,8 +75,8 @@ func (h *recordHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *recordHandler) Handle(ctx context.Context, r slog.Record) error {
-	e := entry{time: r.Time, level: r.Level, pc: r.PC, msg: r.Message,
-		requestID: h.requestID, globalRequestID: h.globalRequestID, component: h.component}
+	e := h.noted
+	e.time, e.level, e.pc, e.msg = r.Time, r.Level, r.PC, r.Message
 	if !h.grouped {
 		r.Attrs(func(a slog.Attr) bool {
 			e.note(a)
@@ -90,11 +98,9 @@ func (h *recordHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	c := *h
 	c.inner = h.inner.WithAttrs(as)
 	if !h.grouped {
-		e := entry{requestID: h.requestID, globalRequestID: h.globalRequestID, component: h.component}
 		for _, a := range as {
-			e.note(a)
+			c.noted.note(a)
 		}
-		c.requestID, c.globalRequestID, c.component = e.requestID, e.globalRequestID, e.component
 	}
 	return &c
 }
@@ -106,15 +112,28 @@ func (h *recordHandler) WithGroup(name string) slog.Handler {
 	return &c
 }
 
-// note keeps the value of a request_id, global_request_id or component
-// attribute.
+// note keeps the value of an attribute that is one of the entry's fields.
 func (e *entry) note(a slog.Attr) {
+	var p *string
 	switch a.Key {
 	case "request_id":
-		e.requestID = a.Value.Resolve().String()
+		p = &e.requestID
 	case "global_request_id":
-		e.globalRequestID = a.Value.Resolve().String()
+		p = &e.globalRequestID
 	case "component":
-		e.component = a.Value.Resolve().String()
+		p = &e.component
+	case "user_id":
+		p = &e.identity.user
+	case "project_id":
+		p = &e.identity.project
+	case "domain_id":
+		p = &e.identity.domain
+	case "user_domain_id":
+		p = &e.identity.userDomain
+	case "project_domain_id":
+		p = &e.identity.projectDomain
+	default:
+		return
 	}
+	*p = a.Value.Resolve().String()
 }

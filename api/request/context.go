@@ -205,7 +205,16 @@ func (c *Context) LogAttrs() []any {
 	if c == nil {
 		return nil
 	}
-	return []any{"request_id", c.RequestID, "global_request_id", c.GlobalRequestID}
+	attrs := []any{"request_id", c.RequestID, "global_request_id", c.GlobalRequestID,
+		"user_id", c.UserID, "project_id", c.ProjectID}
+	// The rest of oslo.log's user identity, when known.
+	for _, kv := range [...][2]string{{"domain_id", c.DomainID}, {"user_domain_id", c.UserDomainID},
+		{"project_domain_id", c.ProjectDomain}} {
+		if kv[1] != "" {
+			attrs = append(attrs, kv[0], kv[1])
+		}
+	}
+	return attrs
 }
 
 type ctxKey struct{}
