@@ -52,7 +52,7 @@ type Options struct {
 	// layout.
 	DateFormat string
 	// Stderr receives the log when nothing else is configured, and with
-	// UseStderr; os.Stderr in the binaries.
+	// UseStderr (nil: os.Stderr).
 	Stderr io.Writer
 
 	// SyslogNetwork and SyslogAddr reach the syslog daemon (empty: the
@@ -106,6 +106,9 @@ func (o Options) LogPath() string {
 func Open(o Options) (*Logging, error) {
 	l := &Logging{level: new(slog.LevelVar)}
 	l.SetDebug(o.Debug)
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
 	format := o.Format
 	if o.UseJSON {
 		format = "json"
