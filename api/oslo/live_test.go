@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -648,5 +650,62 @@ func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Stop took %s", d)
+	}
+}
+
+// TestLiveStopLeavesUnstartedRequestsInTheQueue: a request that never got a
+// worker is not acknowledged, so a stop leaves it in the queue for the next
+// server (oslo acknowledges on receipt and drops it); and with
+// rabbit_qos_prefetch_count unset the consumers' prefetch is the pool plus a
+// batch, so a backlog stays in the broker.
+func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
+	e := newEnv(t)
+	e.opts.ExecutorThreadPoolSize = 1
+	rec := newRecorder()
+	d := liveDispatcher(t, rec, nil)
+	if err := d.Handle("stuck", Method(func(ctx context.Context, _ NoArgs) (any, error) {
+		rec.add("entered")
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, d, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_consumers", "queue_name", "prefetch_count").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+65$`).Match(out) {
+		t.Errorf("the topic consumer's prefetch is not pool + batch = 65:\n%s", out)
+	}
+	c := e.client()
+	tgt := Target{Topic: e.topic}
+	if err := c.Cast(userCtx(), tgt, "stuck", nil); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "entered") // the only worker is taken
+	for _, note := range []string{"q1", "q2", "q3"} {
+		if err := c.Cast(userCtx(), tgt, "record", map[string]any{"value": 1, "note": note}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // delivered to the listener, waiting for the worker
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop: %v", err)
+	}
+	// The next server on the topic gets the three that never started.
+	rec2 := newRecorder()
+	e.startServer(liveDispatcher(t, rec2, nil))
+	for _, note := range []string{"q1", "q2", "q3"} {
+		rec2.wait(t, note)
 	}
 }

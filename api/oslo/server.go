@@ -253,6 +253,21 @@ func (a *ackState) ack(ch acker, tags []uint64) error {
 	return ch.Ack(multi, true)
 }
 
+// prefetch is rabbit_qos_prefetch_count, or when that is 0 (oslo's default:
+// no limit) the worker pool plus one batch. Unlike oslo, which lets the
+// broker push a whole backlog into a busy conductor's memory, the messages a
+// conductor cannot start yet stay in the queue, where another conductor can
+// take them and where they survive this one's restart.
+func (s *Server) prefetch() int {
+	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
+		return n
+	}
+	return cap(s.sem) + maxBatch
+}
+
+// maxBatch is how many buffered deliveries the listener takes at once.
+const maxBatch = 64
+
 // serveConn declares and consumes on conn until the connection fails
 // (error) or the server stops (nil).
 func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
@@ -262,10 +277,8 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 	if err != nil {
 		return err
 	}
-	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
-		if err := ch.Qos(n, 0, false); err != nil {
-			return err
-		}
+	if err := ch.Qos(s.prefetch(), 0, false); err != nil {
+		return err
 	}
 	if err := s.declare(ch); err != nil {
 		return err
@@ -313,11 +326,11 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		if !ok {
 			return errors.New("consumer channel closed")
 		}
-		// Take whatever else is already buffered, ack it all with one
-		// multiple ack (before anything runs, as oslo does), then dispatch.
+		// Take whatever else is already buffered: the messages that get a
+		// worker are acknowledged with one multiple ack, then run.
 		batch := append(make([]amqp.Delivery, 0, 8), d)
 	drain:
-		for len(batch) < 64 {
+		for len(batch) < maxBatch {
 			select {
 			case d, ok = <-deliveries[0]:
 			case d, ok = <-deliveries[1]:
@@ -355,28 +368,49 @@ func (s *Server) isDuplicate(id string) bool {
 	return false
 }
 
-// receive runs on the listener goroutine: ack the batch (before anything
-// runs, as oslo does) and hand each message to a worker. Decoding happens on
-// the worker so that the listener does no per-message CPU work.
+// receive runs on the listener goroutine. A message is acknowledged once it
+// has a worker slot, just before it runs: before anything runs, as oslo
+// does, but a message still waiting for a slot is not acknowledged, so that
+// a stop or a lost connection returns it to the queue (for another
+// conductor) instead of dropping it. Slots are taken for as many messages
+// of the batch as are free, and those are acknowledged together. Decoding
+// happens on the worker so that the listener does no per-message CPU work.
 func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
-	tags := make([]uint64, len(batch))
-	for i, d := range batch {
-		tags[i] = d.DeliveryTag
-	}
-	if err := acks.ack(ch, tags); err != nil {
-		s.log.Warn("discarding RPC requests due to failed acknowledge", "error", err.Error(), "count", len(batch))
-		return
-	}
-	for i, d := range batch {
+	for len(batch) > 0 {
 		select {
 		case s.sem <- struct{}{}:
-		case <-s.runCtx.Done():
-			s.log.Error("server stopped past its grace period; dropping acknowledged requests", "count", len(batch)-i)
+		case <-s.stopping:
+			s.log.Info("stopping: RPC requests not started are left to the broker", "count", len(batch))
 			return
 		}
-		s.inflight.Add(1)
-		body := d.Body
-		s.workers.run(func() { s.serve(body) })
+		n := 1
+	free:
+		for n < len(batch) {
+			select {
+			case s.sem <- struct{}{}:
+				n++
+			default:
+				break free
+			}
+		}
+		tags := make([]uint64, n)
+		for i, d := range batch[:n] {
+			tags[i] = d.DeliveryTag
+		}
+		if err := acks.ack(ch, tags); err != nil {
+			for range n {
+				<-s.sem
+			}
+			s.log.Warn("acknowledging RPC requests failed; the broker delivers them again", "error", err.Error(),
+				"count", len(batch))
+			return
+		}
+		for _, d := range batch[:n] {
+			s.inflight.Add(1)
+			body := d.Body
+			s.workers.run(func() { s.serve(body) })
+		}
+		batch = batch[n:]
 	}
 }
 
@@ -628,8 +662,8 @@ func (s *Server) Stop(ctx context.Context) error {
 	select {
 	case <-s.loopDone:
 	case <-ctx.Done():
-		// The listener may be waiting for a worker slot: release the
-		// handlers before waiting for it.
+		// The listener is slow to let go (the broker does not answer its
+		// cancels): release the handlers before waiting for it.
 		err = ctx.Err()
 		s.workCancel()
 	}
