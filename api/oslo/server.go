@@ -377,9 +377,7 @@ func (s *Server) isDuplicate(id string) bool {
 // happens on the worker so that the listener does no per-message CPU work.
 func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
 	for len(batch) > 0 {
-		select {
-		case s.sem <- struct{}{}:
-		case <-s.stopping:
+		if !s.takeSlot() {
 			s.log.Info("stopping: RPC requests not started are left to the broker", "count", len(batch))
 			return
 		}
@@ -411,6 +409,22 @@ func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
 			s.workers.run(func() { s.serve(body) })
 		}
 		batch = batch[n:]
+	}
+}
+
+// takeSlot waits for a worker slot; false when the server is stopping
+// (checked first, so that no request starts once Stop has begun).
+func (s *Server) takeSlot() bool {
+	select {
+	case <-s.stopping:
+		return false
+	default:
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-s.stopping:
+		return false
 	}
 }
 
