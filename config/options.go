@@ -77,7 +77,7 @@ type DefaultOpts struct {
 	UseJSON               bool   `ini:"use_json" default:"false" help:"Use JSON formatting for logging."`
 	UseStderr             bool   `ini:"use_stderr" default:"false" help:"Log output to standard error."`
 	UseEventlog           bool   `ini:"use_eventlog" default:"false" help:"Log output to Windows Event Log (not available on Linux: a start-up error, as in oslo.log)."`
-	LogRotationType       string `ini:"log_rotation_type" default:"none" help:"Log rotation type: none, size (rotate at max_logfile_size_mb, keep max_logfile_count files) or interval (not implemented here: a warning, and the file is not rotated; use logrotate)."`
+	LogRotationType       string `ini:"log_rotation_type" default:"none" help:"Log rotation type: none, size (rotate at max_logfile_size_mb) or interval (every log_rotate_interval log_rotate_interval_type), keeping max_logfile_count files."`
 	MaxLogfileCount       int    `ini:"max_logfile_count" default:"30" help:"Maximum number of rotated log files."`
 	MaxLogfileSizeMB      int    `ini:"max_logfile_size_mb" default:"200" help:"Log file maximum size in MB. This option is ignored if log_rotation_type is not set to size."`
 	LogRotateInterval     int    `ini:"log_rotate_interval" default:"1" help:"The amount of time before the log files are rotated. This option is ignored unless log_rotation_type is set to interval."`

@@ -12,12 +12,14 @@ import (
 // is reopened when the path no longer names the open file, as after
 // logrotate moved it), or with maxBytes its RotatingFileHandler (before a
 // write that would pass maxBytes, path.N-1 becomes path.N ... path becomes
-// path.1, keeping backups files; no rollover without backups, as in Python). The file is opened for appending, so that
-// logrotate's copytruncate works too.
+// path.1, keeping backups files; no rollover without backups, as in
+// Python), or with timed its TimedRotatingFileHandler. The file is opened
+// for appending, so that logrotate's copytruncate works too.
 type logFile struct {
 	path     string
 	maxBytes int64
 	backups  int
+	timed    *timedRotation // log_rotation_type = interval
 
 	mu       sync.Mutex
 	f        *os.File
@@ -75,7 +77,16 @@ func (lf *logFile) Write(p []byte) (int, error) {
 	if lf.f == nil {
 		return 0, os.ErrClosed
 	}
-	if lf.maxBytes > 0 {
+	if lf.timed != nil {
+		if lf.timed.due() {
+			if err := lf.timed.rollover(lf.path); err != nil {
+				return 0, err
+			}
+			if err := lf.open(); err != nil {
+				return 0, err
+			}
+		}
+	} else if lf.maxBytes > 0 {
 		if lf.size > 0 && lf.size+int64(len(p)) > lf.maxBytes {
 			if err := lf.rotate(); err != nil {
 				return 0, err

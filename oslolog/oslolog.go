@@ -9,10 +9,8 @@
 // default (see osloLine), or as slog's text or JSON when asked.
 //
 // What oslo.log does and this package does not: read a Python logging
-// configuration (log_config_append), rotate by time
-// (log_rotation_type = interval), and take other logging_*_format_string
-// values. The first two are reported by Open as warnings and the rest of
-// the options apply.
+// configuration (log_config_append, reported by Open as a warning; the rest
+// of the options apply) and take other logging_*_format_string values.
 package oslolog
 
 import (
@@ -23,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/openstack/magnum-conductor/config"
 )
@@ -44,6 +43,10 @@ type Options struct {
 	RotationType    string // none, size, interval (any case)
 	MaxFileCount    int
 	MaxFileSizeMB   int
+	// RotateInterval and RotateIntervalType are log_rotate_interval and
+	// log_rotate_interval_type, for RotationType interval.
+	RotateInterval     int
+	RotateIntervalType string
 
 	// Format is "oslo" (default: oslo.log's line layout), "text" (slog's
 	// key=value) or "json"; UseJSON means json.
@@ -70,6 +73,7 @@ func FromConfig(d config.DefaultOpts, binary string) Options {
 		UseJSON: d.UseJSON, UseStderr: d.UseStderr, UseEventlog: d.UseEventlog,
 		LogConfigAppend: d.LogConfigAppend, RotationType: d.LogRotationType, DateFormat: d.LogDateFormat,
 		MaxFileCount: d.MaxLogfileCount, MaxFileSizeMB: d.MaxLogfileSizeMB,
+		RotateInterval: d.LogRotateInterval, RotateIntervalType: d.LogRotateIntervalType,
 	}
 }
 
@@ -128,6 +132,7 @@ func Open(o Options) (*Logging, error) {
 			"a Python logging configuration; the other logging options apply", o.LogConfigAppend))
 	}
 	var maxBytes int64
+	timed := false
 	switch strings.ToLower(o.RotationType) {
 	case "", "none":
 	case "size":
@@ -136,8 +141,7 @@ func Open(o Options) (*Logging, error) {
 		}
 		maxBytes = int64(o.MaxFileSizeMB) << 20
 	case "interval":
-		l.Warnings = append(l.Warnings, "log_rotation_type = interval is not implemented here: the log file "+
-			"is not rotated by time (logrotate can do it; the file is reopened when it is moved)")
+		timed = true
 	default:
 		return nil, fmt.Errorf("log_rotation_type: Valid values are [interval, size, none], but found %q", o.RotationType)
 	}
@@ -163,9 +167,19 @@ func Open(o Options) (*Logging, error) {
 	}
 	path := o.LogPath()
 	if path != "" {
+		since := time.Now()
+		if st, err := os.Stat(path); err == nil {
+			since = st.ModTime() // an existing file counts from its last write, as in Python
+		}
 		f, err := openLogFile(path, maxBytes, o.MaxFileCount)
 		if err != nil {
 			return fail(err)
+		}
+		if timed {
+			if f.timed, err = newTimedRotation(o.RotateIntervalType, o.RotateInterval, o.MaxFileCount, since, time.Now); err != nil {
+				_ = f.Close()
+				return fail(err)
+			}
 		}
 		l.file = f
 		l.closers = append(l.closers, f)

@@ -3,6 +3,7 @@ package oslolog
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -340,6 +341,9 @@ func TestOptionsOsloLogRefusesOrWarns(t *testing.T) {
 		{RotationType: "size", MaxFileSizeMB: 0, LogFile: "x"},
 		{Format: "xml"},
 		{LogFile: filepath.Join(t.TempDir(), "missing-dir", "c.log")},
+		{LogFile: filepath.Join(t.TempDir(), "c.log"), RotationType: "interval", RotateIntervalType: "fortnightly", RotateInterval: 1},
+		{LogFile: filepath.Join(t.TempDir(), "c.log"), RotationType: "interval", RotateIntervalType: "hours", RotateInterval: 0},
+		{LogFile: filepath.Join(t.TempDir(), "c.log"), RotationType: "interval", RotateIntervalType: "weekday", RotateInterval: 7},
 	} {
 		if l, err := Open(o); err == nil {
 			_ = l.Close()
@@ -347,7 +351,7 @@ func TestOptionsOsloLogRefusesOrWarns(t *testing.T) {
 		}
 	}
 	l := open(t, Options{LogConfigAppend: "/etc/magnum/logging.conf", RotationType: "Interval", Stderr: &bytes.Buffer{}})
-	if len(l.Warnings) != 2 || !strings.Contains(l.Warnings[0], "logging.conf") || !strings.Contains(l.Warnings[1], "interval") {
+	if len(l.Warnings) != 1 || !strings.Contains(l.Warnings[0], "logging.conf") {
 		t.Errorf("warnings %q", l.Warnings)
 	}
 	if f, err := parseFacility("LOG_LOCAL7"); err != nil || f != 23<<3 {
@@ -393,5 +397,84 @@ func TestDebianCommandLine(t *testing.T) {
 	f.Apply(&d)
 	if !d.Debug || d.LogFile != "/tmp/l.log" || !d.UseJSON {
 		t.Errorf("%+v", d)
+	}
+}
+
+// fakeClock is a settable time source.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+// TestTimedRotationAsPython: log_rotation_type = interval, as Python's
+// TimedRotatingFileHandler rolls over: at the first write at or past the
+// rollover time, the file is renamed after the start of its period, and only
+// max_logfile_count dated files are kept.
+func TestTimedRotationAsPython(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.log")
+	clock := &fakeClock{time.Date(2026, 3, 7, 10, 15, 30, 0, time.Local)}
+	f, err := openLogFile(path, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.timed, err = newTimedRotation("Hours", 1, 2, clock.t, clock.now); err != nil {
+		t.Fatal(err)
+	}
+	write := func(at time.Time, line string) {
+		t.Helper()
+		clock.t = at
+		if _, err := f.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := func(h, m int) time.Time { return time.Date(2026, 3, 7, h, m, 0, 0, time.Local) }
+	write(day(10, 20), "a")
+	write(day(11, 15).Add(30*time.Second), "b") // exactly at the rollover
+	write(day(11, 40), "c")
+	write(day(12, 16), "d")
+	write(day(13, 17), "e")
+	names := func() []string {
+		m, _ := filepath.Glob(path + ".*")
+		for i := range m {
+			m[i] = filepath.Base(m[i])
+		}
+		return m
+	}
+	// c.log.2026-03-07_10 (a) was the oldest of three and is gone.
+	if got := fmt.Sprint(names()); got != "[c.log.2026-03-07_11 c.log.2026-03-07_12]" {
+		t.Errorf("backups %s", got)
+	}
+	for name, want := range map[string]string{path + ".2026-03-07_11": "b\nc\n", path + ".2026-03-07_12": "d\n", path: "e\n"} {
+		if got := readFile(t, name); got != want {
+			t.Errorf("%s = %q, want %q", filepath.Base(name), got, want)
+		}
+	}
+}
+
+func TestTimedRolloverTimes(t *testing.T) {
+	local := func(d, h int) time.Time { return time.Date(2026, 3, d, h, 0, 0, 0, time.Local) }
+	for _, tc := range []struct {
+		kind     string
+		interval int
+		since    time.Time
+		want     time.Time
+	}{
+		{"midnight", 1, local(7, 15), local(8, 0)},
+		{"days", 2, local(7, 15), local(9, 15)},
+		{"seconds", 30, local(7, 15), local(7, 15).Add(30 * time.Second)},
+		// weekday: log_rotate_interval is the day (0 Monday); the rollover is
+		// the midnight ending that day. 2026-03-09 is a Monday.
+		{"weekday", 1, local(9, 10), local(11, 0)},  // Monday -> end of Tuesday
+		{"weekday", 1, local(11, 10), local(18, 0)}, // Wednesday -> end of next Tuesday
+		{"weekday", 0, local(9, 10), local(10, 0)},  // Monday, W0 -> end of this Monday
+	} {
+		r, err := newTimedRotation(tc.kind, tc.interval, 1, tc.since, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.at.Equal(tc.want) {
+			t.Errorf("%s %d from %s: %s, want %s", tc.kind, tc.interval, tc.since, r.at, tc.want)
+		}
 	}
 }
