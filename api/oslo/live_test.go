@@ -613,12 +613,12 @@ func TestLiveNamedServerQueueOutlivesStop(t *testing.T) {
 	}
 }
 
-func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
-	e := newEnv(t)
+// startStuckServer starts a server with one worker and a "stuck" method
+// that records "entered" and returns only when canceled.
+func startStuckServer(t *testing.T, e *testEnv, rec *recorder) *Server {
+	t.Helper()
 	e.opts.ExecutorThreadPoolSize = 1
-	release := make(chan struct{}) // never closed: handlers only end on cancellation
-	rec := newRecorder()
-	d := liveDispatcher(t, rec, release)
+	d := liveDispatcher(t, rec, nil)
 	if err := d.Handle("stuck", Method(func(ctx context.Context, a echoArgs) (any, error) {
 		rec.add("entered")
 		<-ctx.Done()
@@ -634,6 +634,13 @@ func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	return s
+}
+
+func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
+	e := newEnv(t)
+	rec := newRecorder()
+	s := startStuckServer(t, e, rec)
 	c := e.client()
 	for i := 0; i < 3; i++ {
 		if err := c.Cast(userCtx(), Target{Topic: e.topic}, "stuck", map[string]any{"value": i}); err != nil {
@@ -644,8 +651,7 @@ func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = s.Stop(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Stop past grace: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -660,24 +666,8 @@ func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
 // batch, so a backlog stays in the broker.
 func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	e := newEnv(t)
-	e.opts.ExecutorThreadPoolSize = 1
 	rec := newRecorder()
-	d := liveDispatcher(t, rec, nil)
-	if err := d.Handle("stuck", Method(func(ctx context.Context, _ NoArgs) (any, error) {
-		rec.add("entered")
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})); err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, d, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	s := startStuckServer(t, e, rec)
 	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_consumers", "queue_name", "prefetch_count").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -687,7 +677,7 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	}
 	c := e.client()
 	tgt := Target{Topic: e.topic}
-	if err := c.Cast(userCtx(), tgt, "stuck", nil); err != nil {
+	if err := c.Cast(userCtx(), tgt, "stuck", map[string]any{"value": 0}); err != nil {
 		t.Fatal(err)
 	}
 	rec.wait(t, "entered") // the only worker is taken
