@@ -195,6 +195,13 @@ func (d *dialer) backoff(n int) time.Duration {
 
 // connect dials until it succeeds or ctx ends.
 func (d *dialer) connect(ctx context.Context) (*amqp.Connection, error) {
+	return d.connectTries(ctx, 0)
+}
+
+// connectTries dials until it succeeds, ctx ends, or, when tries > 0,
+// tries dials have failed (kombu's ensure_connection with max_retries =
+// tries-1).
+func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection, error) {
 	for n := 0; ; n++ {
 		conn, h, err := d.dialOnce()
 		d.setLastError(err)
@@ -203,6 +210,11 @@ func (d *dialer) connect(ctx context.Context) (*amqp.Connection, error) {
 				d.log.Info("reconnected to AMQP server", "broker", h.Addr(), "purpose", d.purpose, "attempts", n+1)
 			}
 			return conn, nil
+		}
+		if tries > 0 && n+1 >= tries {
+			d.log.Error("AMQP server is unreachable, giving up", "broker", h.Addr(), "purpose", d.purpose,
+				"error", err.Error(), "tries", n+1)
+			return nil, fmt.Errorf("connecting to %s: unreachable after %d tries: %w", d.url, n+1, err)
 		}
 		wait := d.backoff(n)
 		d.log.Error("AMQP server is unreachable, trying again", "broker", h.Addr(), "purpose", d.purpose,

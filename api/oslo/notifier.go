@@ -165,7 +165,11 @@ func (n *Notifier) send(ctx context.Context, key string, body []byte) error {
 	}
 	exchange := n.opts.ControlExchange
 	r := n.opts.Rabbit
-	return n.pub.publish(ctx, publishing{exchange: exchange, key: key, body: body,
+	tries := 0
+	if n.opts.Notifications.Retry >= 0 {
+		tries = n.opts.Notifications.Retry + 1
+	}
+	return n.pub.publish(ctx, publishing{exchange: exchange, key: key, body: body, tries: tries,
 		declareKey: "notify:" + exchange + ":" + key,
 		declare: func(ch *amqp.Channel) error {
 			// oslo's _publish_and_creates_default_queue: the exchange and a

@@ -63,6 +63,11 @@ type NotificationOptions struct {
 	Driver       []string // driver: messagingv2, messaging, log, noop (empty: no notifications)
 	Topics       []string // topics, default ["notifications"]
 	TransportURL string   // transport_url; empty: use the RPC transport
+	// Retry is retry: how many times a notification the broker did not
+	// take is sent again (each dial counts as one). Below 0 (oslo's
+	// default -1, "indefinite") it is retried until rpc_response_timeout
+	// or the caller's deadline; 0 sends it once.
+	Retry int
 }
 
 // DefaultOptions returns oslo.messaging's defaults with magnum's control
@@ -83,7 +88,7 @@ func DefaultOptions() Options {
 			TransientQueuesTTL:          1800 * time.Second,
 			MissingConsumerRetryTimeout: 60 * time.Second,
 		},
-		Notifications: NotificationOptions{Topics: []string{"notifications"}},
+		Notifications: NotificationOptions{Topics: []string{"notifications"}, Retry: -1},
 	}
 }
 

@@ -31,6 +31,10 @@ type publishing struct {
 	mandatory  bool
 	body       []byte
 	expiration string
+	// tries, when above 0, bounds the failed tries (one dial or one
+	// publish each) before publish gives up: oslo's retry + 1. At 0 it
+	// retries until ctx ends.
+	tries int
 	// declare, when set, runs once per connection for declareKey before
 	// the first publish (oslo's _declared_exchanges/_declared_queues).
 	declareKey string
@@ -66,7 +70,9 @@ func newPublisher(d *dialer, log *slog.Logger) *publisher {
 
 var errPublisherClosed = errors.New("oslo: publisher closed")
 
-func (p *publisher) getChannel(ctx context.Context) (*pubChannel, error) {
+// getChannel returns a pooled channel or opens one, connecting first when
+// needed with at most dials dials (0: until ctx ends).
+func (p *publisher) getChannel(ctx context.Context, dials int) (*pubChannel, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -86,7 +92,7 @@ func (p *publisher) getChannel(ctx context.Context) (*pubChannel, error) {
 
 	if conn == nil || conn.IsClosed() {
 		var err error
-		if conn, gen, err = p.reconnect(ctx, gen); err != nil {
+		if conn, gen, err = p.reconnect(ctx, gen, dials); err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +110,7 @@ func (p *publisher) getChannel(ctx context.Context) (*pubChannel, error) {
 }
 
 // reconnect replaces the connection of generation gen (if nobody did yet).
-func (p *publisher) reconnect(ctx context.Context, gen int) (*amqp.Connection, int, error) {
+func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*amqp.Connection, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -116,7 +122,7 @@ func (p *publisher) reconnect(ctx context.Context, gen int) (*amqp.Connection, i
 	if p.conn != nil {
 		_ = p.conn.Close()
 	}
-	conn, err := p.d.connect(ctx)
+	conn, err := p.d.connectTries(ctx, dials)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -161,14 +167,29 @@ func (p *publisher) markDeclared(gen int, key string) {
 }
 
 // publish sends m and waits for the broker's confirm. Connection failures
-// are retried (oslo's retry=None) until ctx ends; a returned mandatory
-// message is reported as *ReturnedError without retry.
+// are retried until ctx ends (oslo's retry=None), or m.tries have failed;
+// a returned mandatory message is reported as *ReturnedError without
+// retry.
 func (p *publisher) publish(ctx context.Context, m publishing) error {
+	dials := 0
+	if m.tries > 0 {
+		// Each dial is one try, with publish's backoff between them.
+		dials = 1
+	}
+	giveUp := func(attempt int, err error) error {
+		p.log.Error("giving up on a message the broker did not take", "exchange", m.exchange,
+			"routing_key", m.key, "tries", attempt+1, "error", err.Error())
+		return fmt.Errorf("oslo: message to %q with routing key %q not sent after %d tries: %w",
+			m.exchange, m.key, attempt+1, err)
+	}
 	for attempt := 0; ; attempt++ {
-		pc, err := p.getChannel(ctx)
+		pc, err := p.getChannel(ctx, dials)
 		if err != nil {
 			if errors.Is(err, errPublisherClosed) || ctx.Err() != nil {
 				return err
+			}
+			if m.tries > 0 && attempt+1 >= m.tries {
+				return giveUp(attempt, err)
 			}
 			p.log.Warn("publisher channel unavailable, retrying", "error", err.Error(), "attempt", attempt+1)
 			if err := sleepCtx(ctx, p.d.backoff(attempt)); err != nil {
@@ -187,6 +208,9 @@ func (p *publisher) publish(ctx context.Context, m publishing) error {
 			return err
 		}
 		_ = pc.ch.Close()
+		if m.tries > 0 && attempt+1 >= m.tries {
+			return giveUp(attempt, err)
+		}
 		p.log.Warn("publish failed, retrying", "exchange", m.exchange, "routing_key", m.key,
 			"error", err.Error(), "attempt", attempt+1)
 		if err := sleepCtx(ctx, p.d.backoff(attempt)/4); err != nil {
@@ -260,7 +284,7 @@ type inflightPublish struct {
 // the caller must call finish. On any failure it falls back to publish
 // (with its retries) and returns a nil *inflightPublish.
 func (p *publisher) start(ctx context.Context, m publishing) (*inflightPublish, error) {
-	pc, err := p.getChannel(ctx)
+	pc, err := p.getChannel(ctx, 0)
 	if err == nil {
 		dc, serr := p.send(ctx, pc, m)
 		if serr == nil {

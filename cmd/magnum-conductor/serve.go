@@ -326,6 +326,7 @@ func transportOptions(cfg *config.Config) oslo.Options {
 	}
 	o.Notifications = oslo.NotificationOptions{
 		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,
+		Retry: cfg.Notifications.Retry,
 	}
 	return o
 }

@@ -19,6 +19,19 @@ func TestWorkersScaleTheRPCPool(t *testing.T) {
 	}
 }
 
+func TestNotificationRetryReachesTheNotifier(t *testing.T) {
+	for ini, want := range map[string]int{"": -1, "retry = 0\n": 0, "retry = 3\n": 3} {
+		cfg, err := config.LoadSources([]config.Source{{Name: "t.conf",
+			Data: []byte("[oslo_messaging_notifications]\n" + ini)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := transportOptions(cfg).Notifications.Retry; got != want {
+			t.Errorf("%q: notifier retry = %d, want %d", ini, got, want)
+		}
+	}
+}
+
 func TestDebugOptionSetsTheLogLevel(t *testing.T) {
 	for _, tc := range []struct {
 		ini   string
