@@ -204,11 +204,45 @@ type testDriver struct {
 	release chan struct{}
 	// entered is signalled when a hanging method starts.
 	entered chan string
+	// args keeps the arguments of the last call of each method, after
+	// the cluster (and the template, for upgrade_cluster).
+	args map[string][]any
+	// sm and smErr are what ScaleManager returns.
+	sm      drivers.ScaleManager
+	smErr   error
+	smCalls int
+}
+
+// testScaleManager is a ScaleManager the tests can recognise.
+type testScaleManager struct{ name string }
+
+func (testScaleManager) NodesToRemove(context.Context, *objects.Cluster, *objects.NodeGroup, int) ([]string, error) {
+	return nil, nil
 }
 
 func newTestDriver() *testDriver {
 	return &testDriver{fail: map[string]error{}, panics: map[string]bool{}, hang: map[string]bool{},
-		release: make(chan struct{}), entered: make(chan string, 8)}
+		release: make(chan struct{}), entered: make(chan string, 8), args: map[string][]any{}}
+}
+
+func (d *testDriver) record(m string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.args[m] = args
+}
+
+// lastArgs returns the arguments of the last call of m.
+func (d *testDriver) lastArgs(m string) []any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.args[m]
+}
+
+func (d *testDriver) ScaleManager(context.Context, *objects.Cluster) (drivers.ScaleManager, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.smCalls++
+	return d.sm, d.smErr
 }
 
 var (
@@ -216,6 +250,7 @@ var (
 	_ drivers.PreDeleter        = (*testDriver)(nil)
 	_ drivers.CARotator         = (*testDriver)(nil)
 	_ drivers.CredentialRotator = (*testDriver)(nil)
+	_ drivers.ScaleManagerProvider = (*testDriver)(nil)
 )
 
 func (d *testDriver) Name() string { return "test" }
@@ -244,14 +279,16 @@ func (d *testDriver) Calls() []string {
 	return slices.Clone(d.calls)
 }
 
-func (d *testDriver) CreateCluster(ctx context.Context, c *objects.Cluster, _ int) error {
+func (d *testDriver) CreateCluster(ctx context.Context, c *objects.Cluster, timeout int) error {
+	d.record("create_cluster", timeout)
 	if err := d.do(ctx, "create_cluster"); err != nil {
 		return err
 	}
 	c.StackID = objects.Str("stack-" + objects.Deref(c.UUID))
 	return nil
 }
-func (d *testDriver) UpdateCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ bool) error {
+func (d *testDriver) UpdateCluster(ctx context.Context, c *objects.Cluster, sm drivers.ScaleManager, rollback bool) error {
+	d.record("update_cluster", sm, rollback)
 	return d.do(ctx, "update_cluster")
 }
 func (d *testDriver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
@@ -260,10 +297,18 @@ func (d *testDriver) DeleteCluster(ctx context.Context, c *objects.Cluster) erro
 func (d *testDriver) PreDeleteCluster(ctx context.Context, c *objects.Cluster) error {
 	return d.do(ctx, "pre_delete_cluster")
 }
-func (d *testDriver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ int, _ []string, _ *objects.NodeGroup) error {
+func (d *testDriver) ResizeCluster(ctx context.Context, c *objects.Cluster, sm drivers.ScaleManager, nodeCount int,
+	nodesToRemove []string, ng *objects.NodeGroup) error {
+	d.record("resize_cluster", sm, nodeCount, nodesToRemove, ng.UUID, ng.NodeCount)
 	return d.do(ctx, "resize_cluster")
 }
-func (d *testDriver) UpgradeCluster(ctx context.Context, c *objects.Cluster, ct *objects.ClusterTemplate, _ int, _ *objects.NodeGroup, _ drivers.ScaleManager, _ bool) error {
+func (d *testDriver) UpgradeCluster(ctx context.Context, c *objects.Cluster, ct *objects.ClusterTemplate, maxBatchSize int,
+	ng *objects.NodeGroup, sm drivers.ScaleManager, rollback bool) error {
+	var ngUUID string
+	if ng != nil {
+		ngUUID = ng.UUID
+	}
+	d.record("upgrade_cluster", objects.Deref(ct.UUID), maxBatchSize, ngUUID, sm, rollback)
 	return d.do(ctx, "upgrade_cluster")
 }
 func (d *testDriver) CreateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
