@@ -87,6 +87,15 @@ func (r *Runner) Add(j Job, runAtStart bool) {
 	r.jobs = append(r.jobs, entry{job: j, runAtStart: runAtStart})
 }
 
+// Jobs returns the jobs added, in order (disabled ones included).
+func (r *Runner) Jobs() []Job {
+	out := make([]Job, len(r.jobs))
+	for i, e := range r.jobs {
+		out[i] = e.job
+	}
+	return out
+}
+
 // Run runs the jobs until ctx is done, then waits for the runs in progress
 // to return (they see ctx cancelled).
 func (r *Runner) Run(ctx context.Context) {
