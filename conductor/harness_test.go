@@ -246,10 +246,10 @@ func (d *testDriver) ScaleManager(context.Context, *objects.Cluster) (drivers.Sc
 }
 
 var (
-	_ drivers.Driver            = (*testDriver)(nil)
-	_ drivers.PreDeleter        = (*testDriver)(nil)
-	_ drivers.CARotator         = (*testDriver)(nil)
-	_ drivers.CredentialRotator = (*testDriver)(nil)
+	_ drivers.Driver               = (*testDriver)(nil)
+	_ drivers.PreDeleter           = (*testDriver)(nil)
+	_ drivers.CARotator            = (*testDriver)(nil)
+	_ drivers.CredentialRotator    = (*testDriver)(nil)
 	_ drivers.ScaleManagerProvider = (*testDriver)(nil)
 )
 
