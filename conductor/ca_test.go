@@ -69,6 +69,9 @@ func TestRotateCACertificateReplacesRefsAndDeletesOldCerts(t *testing.T) {
 		t.Errorf("deleted %v, want %v", e.certs.deleted, want)
 	}
 	e.wantNotes("INFO magnum.cluster.update/pending status=CREATE_COMPLETE")
+	if calls := e.drv.Calls(); !slices.Equal(calls, []string{"rotate_ca_certificate"}) {
+		t.Errorf("driver calls %v, want the roll-out of the new CAs", calls)
+	}
 }
 
 func TestRotateCACertificateRefusedOutsideGuard(t *testing.T) {
