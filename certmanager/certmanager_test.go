@@ -176,6 +176,11 @@ func TestSignCSRUsesTheSelectedCA(t *testing.T) {
 			t.Fatalf("%q: %v", caType, cert.Subject)
 		}
 	}
+	// Signing stores nothing: the backend holds the cluster's four
+	// certificates, as before.
+	if after := b.all(); len(after) != len(all) {
+		t.Fatalf("the backend holds %d certificates after signing, %d before", len(after), len(all))
+	}
 }
 
 func TestSignCSRSystemMastersNeedsAdmin(t *testing.T) {
