@@ -212,8 +212,7 @@ func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection,
 			return conn, nil
 		}
 		if tries > 0 && n+1 >= tries {
-			d.log.Error("AMQP server is unreachable, giving up", "broker", h.Addr(), "purpose", d.purpose,
-				"error", err.Error(), "tries", n+1)
+			// The caller, which bounded the dials, logs and decides.
 			return nil, fmt.Errorf("connecting to %s: unreachable after %d tries: %w", d.url, n+1, err)
 		}
 		wait := d.backoff(n)
