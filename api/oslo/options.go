@@ -63,7 +63,7 @@ type NotificationOptions struct {
 	Driver       []string // driver: messagingv2, messaging, log, noop (empty: no notifications)
 	Topics       []string // topics, default ["notifications"]
 	TransportURL string   // transport_url; empty: use the RPC transport
-	// Retry is retry: how many times a notification the broker did not
+	// Retry is retry, the number of times a notification the broker did not
 	// take is sent again (each dial counts as one). Below 0 (oslo's
 	// default -1, "indefinite") it is retried until rpc_response_timeout
 	// or the caller's deadline; 0 sends it once.
