@@ -168,7 +168,7 @@ func (s *Store) ListClusters(ctx context.Context, opts ListOpts, f ClusterFilter
 	out := make([]*objects.Cluster, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }
@@ -225,6 +225,9 @@ func (s *Store) SaveClusterIfStatus(ctx context.Context, c *objects.Cluster, all
 }
 
 func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, allowed []string) error {
+	if err := writable(c); err != nil {
+		return err
+	}
 	if slices.Contains(objects.Changes(c), "uuid") {
 		return uuidOverwrite("Cluster")
 	}

@@ -161,7 +161,7 @@ func (s *Store) ListClusterTemplates(ctx context.Context, opts ListOpts, f Clust
 	out := make([]*objects.ClusterTemplate, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }
@@ -192,6 +192,9 @@ func isPublishing(t *objects.ClusterTemplate, cols []string) bool {
 // template referenced by a cluster may only be renamed, published, hidden
 // or tagged; anything else is ClusterTemplateReferenced.
 func (s *Store) SaveClusterTemplate(ctx context.Context, t *objects.ClusterTemplate) error {
+	if err := writable(t); err != nil {
+		return err
+	}
 	if slices.Contains(objects.Changes(t), "uuid") {
 		return uuidOverwrite("ClusterTemplate")
 	}

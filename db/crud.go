@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"gorm.io/gorm"
@@ -24,6 +26,18 @@ func setColumns(o objects.Object, columns []string) []string {
 		}
 	}
 	return out
+}
+
+// ErrReadOnly is returned for a save of an object loaded read-only: its
+// changes cannot be known, so nothing is written.
+var ErrReadOnly = errors.New("db: the object was listed read-only, for a reply, and cannot be saved")
+
+// writable refuses objects loaded read-only (ListOpts.ReadOnly).
+func writable(o objects.Object) error {
+	if objects.IsReadOnly(o) {
+		return fmt.Errorf("saving %s: %w", o.ObjName(), ErrReadOnly)
+	}
+	return nil
 }
 
 // changedColumns returns the columns of the fields changed on o

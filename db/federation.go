@@ -136,7 +136,7 @@ func (s *Store) ListFederations(ctx context.Context, opts ListOpts, f Federation
 	out := make([]*objects.Federation, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }
@@ -152,6 +152,9 @@ func (s *Store) CountFederations(ctx context.Context, f FederationFilters) (int6
 
 // SaveFederation is Federation.save (update_federation by uuid).
 func (s *Store) SaveFederation(ctx context.Context, f *objects.Federation) error {
+	if err := writable(f); err != nil {
+		return err
+	}
 	if slices.Contains(objects.Changes(f), "uuid") {
 		return uuidOverwrite("Federation")
 	}

@@ -89,7 +89,7 @@ func (s *Store) ListMagnumServices(ctx context.Context, opts ListOpts) ([]*objec
 	out := make([]*objects.MagnumService, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }
@@ -97,6 +97,9 @@ func (s *Store) ListMagnumServices(ctx context.Context, opts ListOpts) ([]*objec
 // SaveMagnumService is MagnumService.save (update_magnum_service by id):
 // when report_count grows, last_seen_up becomes now.
 func (s *Store) SaveMagnumService(ctx context.Context, m *objects.MagnumService) error {
+	if err := writable(m); err != nil {
+		return err
+	}
 	cols := changedColumns(m, magnumServiceColumns())
 	if len(cols) == 0 {
 		objects.ResetChanges(m)

@@ -181,7 +181,7 @@ func (s *Store) ListNodeGroups(ctx context.Context, clusterUUID string, opts Lis
 	out := make([]*objects.NodeGroup, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }
@@ -211,6 +211,9 @@ func (s *Store) SaveNodeGroupIfStatus(ctx context.Context, n *objects.NodeGroup,
 }
 
 func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, allowed []string) error {
+	if err := writable(n); err != nil {
+		return err
+	}
 	cols := changedColumns(n, nodeGroupColumns())
 	if len(cols) == 0 && allowed == nil {
 		objects.ResetChanges(n)

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 )
 
@@ -21,6 +22,19 @@ type ListOpts struct {
 	Marker  string
 	SortKey string
 	SortDir string
+	// ReadOnly loads the objects for a reply only
+	// (objects.MarkLoadedReadOnly): no change snapshot is taken, and
+	// saving one of them is refused.
+	ReadOnly bool
+}
+
+// loaded marks a listed object as freshly read from the database.
+func (o ListOpts) loaded(obj objects.Object) {
+	if o.ReadOnly {
+		objects.MarkLoadedReadOnly(obj)
+		return
+	}
+	resetLoaded(obj)
 }
 
 // where is a conjunction of SQL conditions with their arguments.

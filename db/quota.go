@@ -100,7 +100,7 @@ func (s *Store) ListQuotas(ctx context.Context, opts ListOpts, f QuotaFilters) (
 	out := make([]*objects.Quota, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }

@@ -96,13 +96,16 @@ func (s *Store) ListX509KeyPairs(ctx context.Context, opts ListOpts, f X509KeyPa
 	out := make([]*objects.X509KeyPair, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toObject()
-		resetLoaded(out[i])
+		opts.loaded(out[i])
 	}
 	return out, nil
 }
 
 // SaveX509KeyPair is X509KeyPair.save (update_x509keypair by uuid).
 func (s *Store) SaveX509KeyPair(ctx context.Context, k *objects.X509KeyPair) error {
+	if err := writable(k); err != nil {
+		return err
+	}
 	if slices.Contains(objects.Changes(k), "uuid") {
 		return uuidOverwrite("X509KeyPair")
 	}

@@ -32,6 +32,9 @@ type Meta struct {
 	// version is the version the object was received at ("" when built
 	// locally).
 	version string
+	// readOnly marks an object loaded only to be encoded in a reply
+	// (MarkLoadedReadOnly): every field set, nothing changed, no snapshot.
+	readOnly bool
 }
 
 func (m *Meta) meta() *Meta { return m }
@@ -61,6 +64,10 @@ func isSet(o Object, f *fieldInfo) bool {
 	if m.declared[f.name] {
 		return true
 	}
+	if m.readOnly {
+		// As after ResetChanges: all set but a nil child object.
+		return f.kind != kObject || !fieldValue(o, f).IsNil()
+	}
 	if _, ok := m.base.entry(f.pos); ok {
 		return true
 	}
@@ -83,6 +90,15 @@ func changed(o Object, f *fieldInfo) bool {
 	m := o.meta()
 	if m.declared[f.name] {
 		return true
+	}
+	if m.readOnly {
+		// Nothing changed since the load, but a child's own changes
+		// count, as after ResetChanges.
+		if f.kind != kObject {
+			return false
+		}
+		v := fieldValue(o, f)
+		return !v.IsNil() && len(Changes(v.Interface().(Object))) > 0
 	}
 	v := fieldValue(o, f)
 	e, had := m.base.entry(f.pos)
@@ -124,7 +140,12 @@ func Changes(o Object) []string {
 func ResetChanges(o Object, fields ...string) {
 	ci := classOf(o)
 	m := o.meta()
+	if m.readOnly {
+		// Nothing changed: a partial reset is a whole one.
+		fields = nil
+	}
 	if len(fields) == 0 {
+		m.readOnly = false
 		m.declared = nil
 		m.base = make(snapshot, len(ci.fields))
 		for i := range ci.fields {
@@ -155,6 +176,23 @@ func ResetChanges(o Object, fields ...string) {
 	}
 }
 
+// MarkLoadedReadOnly is ResetChanges for an object just loaded to be
+// encoded in a reply and nothing else (a list remotable's result): every
+// field is set and nothing has changed, but no snapshot is taken, which
+// makes loading and encoding a long list much cheaper. Assignments made
+// to o afterwards are therefore not seen as changes; ResetChanges,
+// MarkChanged and Unset first make o an ordinary object, with its values
+// at that moment as the loaded ones. The database layer refuses to save a
+// read-only object.
+func MarkLoadedReadOnly(o Object) {
+	m := o.meta()
+	m.base, m.declared, m.readOnly = nil, nil, true
+}
+
+// IsReadOnly reports whether o was loaded with MarkLoadedReadOnly and has
+// not been reset since.
+func IsReadOnly(o Object) bool { return o.meta().readOnly }
+
 // MarkChanged declares fields of o changed (and so set), for assignments
 // that Changes cannot see: a nullable field set to nil, or a field set to
 // its zero value on an object that was never reset. Unknown names are
@@ -162,6 +200,9 @@ func ResetChanges(o Object, fields ...string) {
 func MarkChanged(o Object, fields ...string) {
 	ci := classOf(o)
 	m := o.meta()
+	if m.readOnly {
+		ResetChanges(o)
+	}
 	for _, name := range fields {
 		if _, ok := ci.field(name); !ok {
 			continue
@@ -178,6 +219,9 @@ func MarkChanged(o Object, fields ...string) {
 func Unset(o Object, fields ...string) {
 	ci := classOf(o)
 	m := o.meta()
+	if m.readOnly {
+		ResetChanges(o)
+	}
 	for _, name := range fields {
 		f, ok := ci.field(name)
 		if !ok {

@@ -22,7 +22,9 @@ func listOpts(b bound) (db.ListOpts, error) {
 	if err != nil {
 		return db.ListOpts{}, err
 	}
-	return db.ListOpts{Limit: limit, Marker: b.str("marker"), SortKey: b.str("sort_key"), SortDir: b.str("sort_dir")}, nil
+	// The listed objects go straight into the reply: no change snapshots.
+	return db.ListOpts{Limit: limit, Marker: b.str("marker"), SortKey: b.str("sort_key"), SortDir: b.str("sort_dir"),
+		ReadOnly: true}, nil
 }
 
 // filteredList runs a list remotable: limit, marker, sort_key, sort_dir
