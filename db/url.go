@@ -92,8 +92,17 @@ func parseMySQL(raw string) (*URL, error) {
 		}
 		cfg.Addr = net.JoinHostPort(host, port)
 	}
-	if cs := q.Get("charset"); cs != "" {
+	cs := q.Get("charset")
+	if cs != "" {
 		cfg.Params["charset"] = cs
+	}
+	// Arguments are written into the statement, one round trip per query
+	// instead of prepare, execute and close, as PyMySQL does for
+	// SQLAlchemy. Only for character sets where an escaped quote cannot
+	// be taken for the tail of a multi-byte character.
+	switch strings.ToLower(cs) {
+	case "", "utf8", "utf8mb3", "utf8mb4", "latin1", "ascii":
+		cfg.InterpolateParams = true
 	}
 	return &URL{Dialect: "mysql", DSN: cfg.FormatDSN(), Database: cfg.DBName, Redacted: u.Redacted()}, nil
 }
