@@ -14,12 +14,16 @@ import (
 // every supported version, with and without keys, with and without
 // changes, for objects built here and for every primitive in the recorded
 // frames.
+// encodedVersions are the versions of each object the encoding tests
+// write.
+var encodedVersions = map[string][]string{
+	NameCluster: {"1.19", "1.23", "1.24"}, NameClusterTemplate: {"1.18", "1.20", "1.21"},
+	NameNodeGroup: {"1.0", "1.1", "1.2"}, NameX509KeyPair: {"1.2"}, NameMagnumService: {"1.0"},
+	NameCertificate: {"1.2"}, NameQuota: {"1.0"}, NameStats: {"1.0"}, NameFederation: {"1.0"},
+}
+
 func TestAppendPrimitiveJSONIsTheMapEncoding(t *testing.T) {
-	versions := map[string][]string{
-		NameCluster: {"1.19", "1.23", "1.24"}, NameClusterTemplate: {"1.18", "1.20", "1.21"},
-		NameNodeGroup: {"1.0", "1.1", "1.2"}, NameX509KeyPair: {"1.2"}, NameMagnumService: {"1.0"},
-		NameCertificate: {"1.2"}, NameQuota: {"1.0"}, NameStats: {"1.0"}, NameFederation: {"1.0"},
-	}
+	versions := encodedVersions
 	var objs []Object
 	for _, o := range fullObjects() {
 		objs = append(objs, o)

@@ -10,11 +10,7 @@ import (
 // read-only reports the same set fields and changes as one reset after
 // loading, and encodes to the same bytes at every version.
 func TestReadOnlyLoadIsAResetWithoutSnapshot(t *testing.T) {
-	versions := map[string][]string{
-		NameCluster: {"1.19", "1.23", "1.24"}, NameClusterTemplate: {"1.18", "1.20", "1.21"},
-		NameNodeGroup: {"1.0", "1.1", "1.2"}, NameX509KeyPair: {"1.2"}, NameMagnumService: {"1.0"},
-		NameCertificate: {"1.2"}, NameQuota: {"1.0"}, NameStats: {"1.0"}, NameFederation: {"1.0"},
-	}
+	versions := encodedVersions
 	for _, o := range append(fullObjects(), &Cluster{}, &NodeGroup{}) {
 		reset, ro := Clone(o), Clone(o)
 		ResetChanges(reset)
