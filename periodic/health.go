@@ -79,6 +79,9 @@ func (j *SyncClusterHealth) Name() string { return "sync_cluster_health_status" 
 // Spacing implements Job.
 func (j *SyncClusterHealth) Spacing() time.Duration { return j.o.Interval }
 
+// Options returns the options in effect, defaults filled in.
+func (j *SyncClusterHealth) Options() HealthOptions { return j.o }
+
 // RunOnce polls the health of every cluster this conductor owns and saves
 // health_status and health_status_reason where they changed.
 func (j *SyncClusterHealth) RunOnce(ctx context.Context) error {

@@ -11,7 +11,21 @@ import (
 
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/periodic"
 )
+
+// emptyStore is a store on a new SQLite file, enough to build the tasks.
+func emptyStore(t *testing.T) *db.Store {
+	t.Helper()
+	store, err := db.Open(context.Background(), db.Options{
+		Connection: "sqlite:///" + filepath.Join(t.TempDir(), "m.sqlite"), SkipSchemaCheck: true,
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
 
 // TestPeriodicTasksFollowTheConfiguration: the heartbeat always runs (as
 // Magnum's create_periodic_tasks starts it unconditionally); the cluster
@@ -19,13 +33,7 @@ import (
 // 10 s, and the health task every [kubernetes]/health_polling_interval,
 // dropped at 0.
 func TestPeriodicTasksFollowTheConfiguration(t *testing.T) {
-	store, err := db.Open(context.Background(), db.Options{
-		Connection: "sqlite:///" + filepath.Join(t.TempDir(), "m.sqlite"), SkipSchemaCheck: true,
-	}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := emptyStore(t)
 	for ini, want := range map[string][]string{
 		"": {"update_magnum_service 1m0s", "sync_cluster_status 10s", "sync_cluster_health_status 1m0s"},
 		"[DEFAULT]\nperiodic_enable = false\nperiodic_interval_max = 30\n": {"update_magnum_service 30s"},
@@ -49,4 +57,32 @@ func TestPeriodicTasksFollowTheConfiguration(t *testing.T) {
 			t.Errorf("%q: tasks %v, want %v", ini, got, want)
 		}
 	}
+}
+
+// TestHealthOptionsReachTheTask: the [kubernetes] health options are the
+// task's.
+func TestHealthOptionsReachTheTask(t *testing.T) {
+	store := emptyStore(t)
+	cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[kubernetes]\n" +
+		"health_polling_interval = 20\nhealth_poll_workers = 7\nhealth_request_timeout = 4\n" +
+		"health_keep_status_on_error = true\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := buildPeriodic(cfg, store, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range runner.Jobs() {
+		h, ok := j.(*periodic.SyncClusterHealth)
+		if !ok {
+			continue
+		}
+		o := h.Options()
+		if o.Interval != 20*time.Second || o.Workers != 7 || o.PollTimeout != 8*time.Second || !o.KeepOnError {
+			t.Fatalf("health options %+v", o)
+		}
+		return
+	}
+	t.Fatal("no health task")
 }
