@@ -315,7 +315,7 @@ func Clone[T Object](o T) T {
 		}
 	}
 	sm, dm := o.meta(), c.meta()
-	dm.version = sm.version
+	dm.version, dm.readOnly = sm.version, sm.readOnly
 	if sm.base != nil {
 		dm.base = make(snapshot, len(sm.base))
 		for pos, e := range sm.base {

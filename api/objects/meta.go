@@ -6,7 +6,9 @@
 // with _from_db_object, marks every field set), was named by MarkChanged, or
 // holds a non-zero Go value. A field changed when it was declared changed on
 // the wire or with MarkChanged, or when its value differs from the snapshot
-// taken at decode or at the last ResetChanges.
+// taken at decode or at the last ResetChanges. MarkLoadedReadOnly stands for
+// ResetChanges on objects that are only loaded to be encoded: every field
+// set, nothing changed, and no snapshot to compare with.
 package objects
 
 import (
