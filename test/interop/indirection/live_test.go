@@ -162,7 +162,7 @@ func TestMagnumAPIObjectsScenarioAgainstGoIndirection(t *testing.T) {
 		"cluster.get_missing": "ClusterNotFound_Remote",
 		"nodegroup.create":    "", "nodegroup.get": "", "nodegroup.list": "",
 		"nodegroup.duplicate": "NodeGroupAlreadyExists_Remote",
-		"nodegroup.save":      "", "nodegroup.destroy": "",
+		"nodegroup.save":      "", "nodegroup.save_listed": "", "nodegroup.destroy": "",
 		"nodegroup.get_destroyed":            "NodeGroupNotFound_Remote",
 		"clustertemplate.destroy_referenced": "ClusterTemplateReferenced_Remote",
 		"cluster.destroy":                    "", "clustertemplate.destroy": "", "magnumservice.list": "",
@@ -189,6 +189,11 @@ func TestMagnumAPIObjectsScenarioAgainstGoIndirection(t *testing.T) {
 	_ = json.Unmarshal(steps["cluster.refresh"].Value, &cl)
 	if cl["status"] != objects.UpdateComplete || cl["health_status"] != objects.Healthy {
 		t.Errorf("cluster after save+refresh: %v", cl)
+	}
+	var listed map[string]any
+	_ = json.Unmarshal(steps["nodegroup.save_listed"].Value, &listed)
+	if listed["max_node_count"] != 7.0 || listed["node_count"] != 3.0 {
+		t.Errorf("nodegroup saved from a list, read back: %v", listed)
 	}
 	var count int
 	_ = json.Unmarshal(steps["cluster.get_count_all"].Value, &count)

@@ -160,6 +160,16 @@ def scenario_objects(ctx, seed):
         ng.save()
         return ng
     emit('nodegroup.save', save_ng)
+
+    def save_listed_ng():
+        # A list result (loaded read-only by the conductor) saved by the
+        # API after a change, then read back.
+        listed = [n for n in objects.NodeGroup.list(ctx, cl.uuid)
+                  if n.uuid == ng.uuid][0]
+        listed.max_node_count = 7
+        listed.save()
+        return objects.NodeGroup.get_by_uuid(ctx, cl.uuid, ng.uuid)
+    emit('nodegroup.save_listed', save_listed_ng)
     emit('nodegroup.destroy', lambda: ng.destroy())
     emit('nodegroup.get_destroyed',
          lambda: objects.NodeGroup.get_by_uuid(ctx, cl.uuid, ng.uuid))
