@@ -74,11 +74,18 @@ func NewClient(opts Options, log *slog.Logger) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := opts.Rabbit.checkTransient(); err != nil {
+		return nil, err
+	}
+	replyQ := "reply_" + uuidHex()
+	if opts.Rabbit.UseQueueManager {
+		replyQ = "reply_" + newQueueManager(opts.Rabbit.QueueManagerHost, opts.Rabbit.QueueManagerProcess).next()
+	}
 	c := &Client{
 		opts: opts, log: log,
 		pub:         newPublisher(newDialer(u, opts.Rabbit, "rpc-client", log), log),
 		replyDialer: newDialer(u, opts.Rabbit, "rpc-reply", log),
-		replyQ:      "reply_" + uuidHex(),
+		replyQ:      replyQ,
 		waiters:     map[string]chan replyMessage{},
 		replyReady:  make(chan struct{}),
 		replyDone:   make(chan struct{}),
@@ -187,7 +194,9 @@ func (c *Client) topicPublishing(t Target, body []byte, expiration string) publi
 	if t.Fanout {
 		fx := t.Topic + "_fanout"
 		return publishing{exchange: fx, body: body, declareKey: "exchange:" + fx,
-			declare: func(ch *amqp.Channel) error { return ch.ExchangeDeclare(fx, "fanout", false, true, false, false, nil) }}
+			declare: func(ch *amqp.Channel) error {
+				return ch.ExchangeDeclare(fx, "fanout", r.transientDurable(true), true, false, false, nil)
+			}}
 	}
 	key := t.Topic
 	if t.Server != "" {
@@ -380,7 +389,8 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 			return err
 		}
 	}
-	if _, err := ch.QueueDeclare(c.replyQ, false, false, false, false, amqp.Table(r.queueArgs(r.TransientQueuesTTL, false))); err != nil {
+	if _, err := ch.QueueDeclare(c.replyQ, r.transientDurable(false), false, false, false,
+		amqp.Table(r.transientQueueArgs(false))); err != nil {
 		return err
 	}
 	// Replies are consumed without acknowledgements (as RabbitMQ's direct

@@ -4,7 +4,11 @@ package oslo
 // 2.0) so that a Go conductor can serve, call and notify Python magnum peers
 // on the same RabbitMQ broker.
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Options is the transport configuration the lead maps from magnum.conf.
 // Zero values are replaced by oslo's defaults (see DefaultOptions) where a
@@ -54,6 +58,24 @@ type RabbitOptions struct {
 	QuorumDeliveryLimit   int   // rabbit_quorum_delivery_limit
 	QuorumMaxMemoryLength int   // rabbit_quroum_max_memory_length (sic)
 	QuorumMaxMemoryBytes  int64 // rabbit_quroum_max_memory_bytes (sic)
+
+	// TransientQuorumQueue is rabbit_transient_quorum_queue: reply and
+	// fanout queues are durable quorum queues (with the quorum limits and
+	// still x-expires).
+	TransientQuorumQueue bool
+	// StreamFanout is rabbit_stream_fanout: one durable stream queue
+	// "<topic>_fanout", shared by every server of the topic, instead of a
+	// queue per server; x-max-age is rabbit_transient_queues_ttl.
+	StreamFanout bool
+	// UseQueueManager is use_queue_manager: reply and fanout queues are
+	// named "<hostname>:<processname>:<n>" rather than at random, n counted
+	// per host and process name and restarted with the process, so that a
+	// restart reuses its queues; they are left to x-expires at a stop.
+	UseQueueManager bool
+	// QueueManagerHost and QueueManagerProcess are hostname and
+	// processname: the host name and the program's base name when empty.
+	QueueManagerHost    string
+	QueueManagerProcess string
 
 	MissingConsumerRetryTimeout time.Duration // kombu_missing_consumer_retry_timeout, default 60s
 }
@@ -138,6 +160,36 @@ func (o Options) withDefaults() Options {
 
 // durable is oslo's Connection.durable: quorum queues are always durable.
 func (r RabbitOptions) durable() bool { return r.AMQPDurableQueues || r.QuorumQueue }
+
+// checkTransient refuses what oslo refuses for reply and fanout queues.
+func (r RabbitOptions) checkTransient() error {
+	if r.TransientQuorumQueue && r.HAQueues {
+		return errors.New("oslo: rabbit_transient_quorum_queue and rabbit_ha_queues are both enabled")
+	}
+	return nil
+}
+
+// transientDurable is whether reply and fanout queues, and the fanout
+// exchange, are durable (quorum or stream queues cannot be transient).
+func (r RabbitOptions) transientDurable(fanout bool) bool {
+	return r.TransientQuorumQueue || (fanout && r.StreamFanout)
+}
+
+// transientQueueArgs is oslo's _get_queue_arguments for a reply queue or,
+// with fanout, a fanout queue.
+func (r RabbitOptions) transientQueueArgs(fanout bool) map[string]any {
+	ttl := r.TransientQueuesTTL
+	if fanout && r.StreamFanout {
+		args := map[string]any{"x-queue-type": "stream"}
+		if ttl > 0 {
+			args["x-max-age"] = fmt.Sprintf("%ds", int64(ttl/time.Second))
+		}
+		return args
+	}
+	q := r
+	q.QuorumQueue = r.TransientQuorumQueue
+	return q.queueArgs(ttl, true)
+}
 
 // queueArgs is oslo's _get_queue_arguments. ttl 0 means no x-expires;
 // quorum applies to topic and notification queues only.

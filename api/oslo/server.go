@@ -62,6 +62,11 @@ type Server struct {
 	pub          *publisher
 
 	fanoutQueue string
+	// streamNext is the offset of the next message of the stream fanout
+	// queue (rabbit_stream_fanout), once one was received: a new consumer
+	// after a lost connection resumes there.
+	streamNext    int64
+	streamStarted bool
 	// ownServerQueue is set when the server name was generated here: its
 	// <topic>.<server> queue then belongs to this process alone.
 	ownServerQueue bool
@@ -110,6 +115,9 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 	if opts.Rabbit.QuorumQueue && opts.Rabbit.HAQueues {
 		return nil, errors.New("oslo: rabbit_quorum_queue and rabbit_ha_queues are both enabled")
 	}
+	if err := opts.Rabbit.checkTransient(); err != nil {
+		return nil, err
+	}
 	u, err := ParseTransportURL(opts.TransportURL)
 	if err != nil {
 		return nil, err
@@ -122,7 +130,7 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 		opts: opts, sopts: sopts, target: target, disp: disp, log: log,
 		listenDialer:   newDialer(u, opts.Rabbit, "listener", log),
 		pub:            newPublisher(newDialer(u, opts.Rabbit, "reply", log), log),
-		fanoutQueue:    fmt.Sprintf("%s_fanout_%s", target.Topic, uuidHex()),
+		fanoutQueue:    fanoutQueueName(target.Topic, opts.Rabbit),
 		ownServerQueue: ownServerQueue,
 		sem:            make(chan struct{}, opts.ExecutorThreadPoolSize),
 		obsolete:       map[string]time.Time{},
@@ -197,10 +205,13 @@ func (s *Server) declare(ch *amqp.Channel) error {
 		}
 	}
 	fx := t.Topic + "_fanout"
-	if err := ch.ExchangeDeclare(fx, "fanout", false, true, false, false, nil); err != nil {
+	// Durable with the transient queues, as oslo's fanout_send and
+	// declare_fanout_consumer declare it.
+	if err := ch.ExchangeDeclare(fx, "fanout", r.transientDurable(true), true, false, false, nil); err != nil {
 		return fmt.Errorf("declaring exchange %s: %w", fx, err)
 	}
-	if _, err := ch.QueueDeclare(s.fanoutQueue, false, false, false, false, amqp.Table(r.queueArgs(r.TransientQueuesTTL, false))); err != nil {
+	if _, err := ch.QueueDeclare(s.fanoutQueue, r.transientDurable(true), false, false, false,
+		amqp.Table(r.transientQueueArgs(true))); err != nil {
 		return fmt.Errorf("declaring queue %s: %w", s.fanoutQueue, err)
 	}
 	if err := ch.QueueBind(s.fanoutQueue, t.Topic, fx, false, nil); err != nil {
@@ -286,7 +297,11 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 	queues := []string{s.target.Topic, s.target.Topic + "." + s.target.Server, s.fanoutQueue}
 	var deliveries [3]<-chan amqp.Delivery
 	for i, q := range queues {
-		if deliveries[i], err = ch.Consume(q, fmt.Sprint(i+1), false, false, false, false, nil); err != nil {
+		var args amqp.Table
+		if i == 2 {
+			args = s.fanoutConsumerArgs()
+		}
+		if deliveries[i], err = ch.Consume(q, fmt.Sprint(i+1), false, false, false, false, args); err != nil {
 			return fmt.Errorf("consuming %s: %w", q, err)
 		}
 	}
@@ -309,8 +324,13 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			for i := range queues {
 				_ = ch.Cancel(fmt.Sprint(i+1), false)
 			}
-			if _, err := ch.QueueDelete(s.fanoutQueue, false, false, false); err != nil {
-				s.log.Warn("deleting fanout queue failed", "queue", s.fanoutQueue, "error", err.Error())
+			// Like oslo, a stream fanout queue (shared by every server) and
+			// a queue manager's (reused after a restart) are left to
+			// their expiry.
+			if r := s.opts.Rabbit; !r.StreamFanout && !r.UseQueueManager {
+				if _, err := ch.QueueDelete(s.fanoutQueue, false, false, false); err != nil {
+					s.log.Warn("deleting fanout queue failed", "queue", s.fanoutQueue, "error", err.Error())
+				}
 			}
 			// Unlike oslo, also the <topic>.<server> queue when its name was
 			// random: no later process can consume it, and Python's
@@ -328,6 +348,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		}
 		// Take whatever else is already buffered: the messages that get a
 		// worker are acknowledged with one multiple ack, then run.
+		s.noteStreamOffset(d)
 		batch := append(make([]amqp.Delivery, 0, 8), d)
 	drain:
 		for len(batch) < maxBatch {
@@ -341,12 +362,50 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			if !ok {
 				break drain
 			}
+			s.noteStreamOffset(d)
 			batch = append(batch, d)
 		}
 		s.receive(ch, &acks, batch)
 		if !ok {
 			return errors.New("consumer channel closed")
 		}
+	}
+}
+
+// fanoutQueueName is the server's fanout queue: one stream per topic with
+// rabbit_stream_fanout, else "<topic>_fanout_" and a queue manager name or
+// a random one, as oslo's declare_fanout_consumer names it.
+func fanoutQueueName(topic string, r RabbitOptions) string {
+	switch {
+	case r.StreamFanout:
+		return topic + "_fanout"
+	case r.UseQueueManager:
+		return topic + "_fanout_" + newQueueManager(r.QueueManagerHost, r.QueueManagerProcess).next()
+	}
+	return topic + "_fanout_" + uuidHex()
+}
+
+// fanoutConsumerArgs is the x-stream-offset of a stream fanout consumer:
+// where the last one stopped, or, for the first, the messages published
+// from now on (oslo starts at "last", which replays the stream's last
+// chunk to a new server).
+func (s *Server) fanoutConsumerArgs() amqp.Table {
+	if !s.opts.Rabbit.StreamFanout {
+		return nil
+	}
+	if s.streamStarted {
+		return amqp.Table{"x-stream-offset": s.streamNext}
+	}
+	return amqp.Table{"x-stream-offset": "next"}
+}
+
+// noteStreamOffset records the offset after a stream fanout delivery.
+func (s *Server) noteStreamOffset(d amqp.Delivery) {
+	if !s.opts.Rabbit.StreamFanout || d.ConsumerTag != "3" {
+		return
+	}
+	if off, ok := d.Headers["x-stream-offset"].(int64); ok {
+		s.streamNext, s.streamStarted = off+1, true
 	}
 }
 

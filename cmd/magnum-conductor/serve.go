@@ -323,6 +323,9 @@ func transportOptions(cfg *config.Config) oslo.Options {
 		HAQueues: r.RabbitHAQueues, QuorumQueue: r.RabbitQuorumQueue, QuorumDeliveryLimit: r.RabbitQuorumDeliveryLimit,
 		QuorumMaxMemoryLength: r.RabbitQuorumMaxMemoryLength, QuorumMaxMemoryBytes: int64(r.RabbitQuorumMaxMemoryBytes),
 		MissingConsumerRetryTimeout: r.KombuMissingConsumerRetryTimeout,
+		TransientQuorumQueue:        r.RabbitTransientQuorumQueue, StreamFanout: r.RabbitStreamFanout,
+		UseQueueManager: r.UseQueueManager, QueueManagerHost: r.QueueManagerHostname,
+		QueueManagerProcess: r.QueueManagerProcessname,
 	}
 	o.Notifications = oslo.NotificationOptions{
 		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,

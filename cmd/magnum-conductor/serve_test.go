@@ -32,6 +32,20 @@ func TestNotificationRetryReachesTheNotifier(t *testing.T) {
 	}
 }
 
+func TestTransientQueueOptionsReachTheTransport(t *testing.T) {
+	cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[oslo_messaging_rabbit]\n" +
+		"rabbit_transient_quorum_queue = true\nrabbit_stream_fanout = true\nuse_queue_manager = true\n" +
+		"hostname = node1.example.com\nprocessname = magnum-conductor\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := transportOptions(cfg).Rabbit
+	if !r.TransientQuorumQueue || !r.StreamFanout || !r.UseQueueManager || r.QueueManagerHost != "node1.example.com" ||
+		r.QueueManagerProcess != "magnum-conductor" {
+		t.Fatalf("rabbit options %+v", r)
+	}
+}
+
 func TestDebugOptionSetsTheLogLevel(t *testing.T) {
 	for _, tc := range []struct {
 		ini   string
