@@ -23,6 +23,7 @@ import (
 	"github.com/openstack/magnum-conductor/conductor"
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/config"
+	"github.com/openstack/magnum-conductor/config/osloopts"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/gurumeditation"
 	"github.com/openstack/magnum-conductor/migrations"
@@ -107,7 +108,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{fmt.Errorf("drivers: %w", err)}
 	}
 
-	osloOpts := transportOptions(cfg)
+	osloOpts := osloopts.From(cfg)
 	notifier, err := oslo.NewNotifier(osloOpts, log.With("component", "notifier"))
 	if err != nil {
 		return &startError{fmt.Errorf("notifier: %w", err)}
@@ -298,40 +299,6 @@ func startMetrics(listen string, reg *prometheus.Registry, store *db.Store, log 
 		}
 	}()
 	return srv
-}
-
-func transportOptions(cfg *config.Config) oslo.Options {
-	o := oslo.DefaultOptions()
-	d := cfg.Default
-	o.TransportURL = d.TransportURL
-	o.ControlExchange = d.ControlExchange
-	o.RPCResponseTimeout = d.RPCResponseTimeout
-	// Python forks [conductor]/workers processes, each with a pool of
-	// executor_thread_pool_size threads; here the workers are goroutines of
-	// one process, so the pool holds both together.
-	o.ExecutorThreadPoolSize = d.ExecutorThreadPoolSize * cfg.Conductor.WorkerCount()
-	o.Host = d.Host
-	r := cfg.Rabbit
-	o.Rabbit = oslo.RabbitOptions{
-		SSL: r.SSL, SSLCAFile: r.SSLCAFile, SSLCertFile: r.SSLCertFile, SSLKeyFile: r.SSLKeyFile,
-		SSLVersion: r.SSLVersion, SSLEnforceHostnameVerification: r.SSLEnforceHostnameVerification,
-		HeartbeatTimeoutThreshold: r.HeartbeatTimeoutThreshold, HeartbeatRate: r.HeartbeatRate,
-		RetryInterval: r.RabbitRetryInterval, RetryBackoff: r.RabbitRetryBackoff, IntervalMax: r.RabbitIntervalMax,
-		KombuReconnectDelay: o.Rabbit.KombuReconnectDelay,
-		AMQPDurableQueues:   r.AMQPDurableQueues, AMQPAutoDelete: r.AMQPAutoDelete,
-		TransientQueuesTTL: r.RabbitTransientQueuesTTL, QoSPrefetchCount: r.RabbitQoSPrefetchCount,
-		HAQueues: r.RabbitHAQueues, QuorumQueue: r.RabbitQuorumQueue, QuorumDeliveryLimit: r.RabbitQuorumDeliveryLimit,
-		QuorumMaxMemoryLength: r.RabbitQuorumMaxMemoryLength, QuorumMaxMemoryBytes: int64(r.RabbitQuorumMaxMemoryBytes),
-		MissingConsumerRetryTimeout: r.KombuMissingConsumerRetryTimeout,
-		TransientQuorumQueue:        r.RabbitTransientQuorumQueue, StreamFanout: r.RabbitStreamFanout,
-		UseQueueManager: r.UseQueueManager, QueueManagerHost: r.QueueManagerHostname,
-		QueueManagerProcess: r.QueueManagerProcessname,
-	}
-	o.Notifications = oslo.NotificationOptions{
-		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,
-		Retry: cfg.Notifications.Retry,
-	}
-	return o
 }
 
 func certOptions(cfg *config.Config) certmanager.Options {

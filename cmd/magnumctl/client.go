@@ -16,6 +16,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/oslo"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/config"
+	"github.com/openstack/magnum-conductor/config/osloopts"
 )
 
 // session is one connection to the conductor topic.
@@ -30,9 +31,9 @@ func (g *globals) connect(ctx context.Context) (*session, context.Context, conte
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := oslo.DefaultOptions()
-	opts.TransportURL = cfg.Default.TransportURL
-	opts.ControlExchange = cfg.Default.ControlExchange
+	// The broker is reached as the conductor reaches it ([oslo_messaging_rabbit]:
+	// TLS, quorum and stream queues, queue names).
+	opts := osloopts.From(cfg)
 	opts.RPCResponseTimeout = g.timeout
 	topic := cfg.Conductor.Topic
 	if g.transportURL != "" {

@@ -109,3 +109,19 @@ func TestDefaultConfigFileIsOsloConfigs(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: the default magnum.conf's transport_url was not used", code, stderr.String())
 	}
 }
+
+// TestRabbitOptionsOfTheConfigAreUsed: magnumctl reaches the broker with
+// the conductor's [oslo_messaging_rabbit] options: with ssl = true it
+// speaks TLS, which the plain AMQP port refuses.
+func TestRabbitOptionsOfTheConfigAreUsed(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "magnum.conf")
+	if err := os.WriteFile(conf, []byte("[DEFAULT]\ntransport_url = rabbit://guest:guest@127.0.0.1:5672/\n"+
+		"[oslo_messaging_rabbit]\nssl = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"--config-file", conf, "--timeout", "3s", "conductor", "ping"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(strings.ToLower(stderr.String()), "tls") {
+		t.Fatalf("exit %d, stderr %q: [oslo_messaging_rabbit] ssl was not used", code, stderr.String())
+	}
+}
