@@ -414,7 +414,12 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 			if !ok {
 				return errors.New("reply consumer closed")
 			}
-			c.deliverReply(d.Body)
+			body, err := decompress(d.Body, compressionOf(d.Headers))
+			if err != nil {
+				c.log.Warn("dropping a reply that cannot be decompressed", "error", err.Error())
+				continue
+			}
+			c.deliverReply(body)
 		}
 	}
 }

@@ -464,8 +464,8 @@ func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
 		}
 		for _, d := range batch[:n] {
 			s.inflight.Add(1)
-			body := d.Body
-			s.workers.run(func() { s.serve(body) })
+			body, compression := d.Body, compressionOf(d.Headers)
+			s.workers.run(func() { s.serve(body, compression) })
 		}
 		batch = batch[n:]
 	}
@@ -489,7 +489,7 @@ func (s *Server) takeSlot() bool {
 
 // serve decodes and handles one request that holds a worker slot and an
 // inflight count, and releases both.
-func (s *Server) serve(body []byte) {
+func (s *Server) serve(body []byte, compression string) {
 	defer s.inflight.Done()
 	defer func() { <-s.sem }()
 	// The method's own panics are turned into failure replies by dispatch;
@@ -501,6 +501,15 @@ func (s *Server) serve(body []byte) {
 				"size", len(body), "stack", string(debug.Stack()))
 		}
 	}()
+	if compression != "" {
+		var err error
+		if body, err = decompress(body, compression); err != nil {
+			// Without the body there is no _reply_q to answer to.
+			s.log.Error("dropping an RPC message that cannot be decompressed", "error", err.Error(),
+				"size", len(body))
+			return
+		}
+	}
 	req, err := DecodeRequest(body)
 	if err != nil {
 		s.rejectUndecodable(err, len(body))

@@ -3,7 +3,10 @@
 
 Modes (argv[1]):
   client <url> <exchange> <topic>    call/cast the Go server, print one JSON line per check
-  server <url> <exchange> <topic>    serve echo/fail methods until stdin closes; prints READY
+  compressed_client <url> <exchange> <topic> <compression>
+                                     a few calls and a cast with kombu_compression set
+  server <url> <exchange> <topic> [compression]
+                                     serve echo/fail methods until stdin closes; prints READY
   listener <url> <exchange> <topic> <n>   print n notifications as JSON lines
 """
 import json
@@ -101,6 +104,30 @@ def client(url, exchange, topic):
     tr.cleanup()
 
 
+def compress(conf, compression):
+    """Set [oslo_messaging_rabbit] kombu_compression (read when the
+    driver opens its connections, after the transport is made)."""
+    if compression:
+        conf.set_override('kombu_compression', compression,
+                          group='oslo_messaging_rabbit')
+
+
+def compressed_client(url, exchange, topic, compression):
+    conf, tr = transport(url, exchange)
+    compress(conf, compression)
+    c = messaging.RPCClient(tr, messaging.Target(topic=topic), timeout=10)
+    for name, method, args in [('ping', 'ping_conductor', {}),
+                               ('echo', 'echo', {'value': {'a': [1, 'é']}}),
+                               ('not_found', 'not_found', {'value': 'abc'})]:
+        try:
+            out(check=name, ok=True, result=c.call(CTX, method, **args))
+        except Exception as exc:  # noqa
+            out(check=name, ok=False, error=describe(exc))
+    c.cast(CTX, 'record', value=1, note='python-compressed-cast')
+    out(check='casts', ok=True)
+    tr.cleanup()
+
+
 class Endpoint(object):
     def echo(self, ctxt, value, note=None):
         return {'value': value, 'request_id': ctxt.get('request_id'),
@@ -121,8 +148,9 @@ class Endpoint(object):
         return 'slow done'
 
 
-def server(url, exchange, topic):
+def server(url, exchange, topic, compression=None):
     conf, tr = transport(url, exchange)
+    compress(conf, compression)
     target = messaging.Target(topic=topic, server='pyserver')
     srv = messaging.get_rpc_server(tr, target, [Endpoint()], executor='threading')
     srv.start()
@@ -170,4 +198,5 @@ def listener(url, exchange, topic, n):
 
 if __name__ == '__main__':
     mode = sys.argv[1]
-    {'client': client, 'server': server, 'listener': listener}[mode](*sys.argv[2:])
+    {'client': client, 'compressed_client': compressed_client,
+     'server': server, 'listener': listener}[mode](*sys.argv[2:])

@@ -1,0 +1,52 @@
+package oslo
+
+import (
+	"bytes"
+	"compress/bzip2"
+	"compress/zlib"
+	"fmt"
+	"io"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// maxDecompressed bounds what one compressed message may expand to.
+const maxDecompressed = 64 << 20
+
+// compressionOf is the kombu "compression" header of a delivery: set by a
+// peer with [oslo_messaging_rabbit] kombu_compression, "" otherwise.
+func compressionOf(h amqp.Table) string {
+	c, _ := h["compression"].(string)
+	return c
+}
+
+// decompress undoes kombu's compression of a message body: zlib data under
+// "application/x-gzip" (kombu_compression = gzip or zlib), bzip2 under
+// "application/x-bz2" (bzip2). We read these and send uncompressed bodies, which
+// every peer reads.
+func decompress(body []byte, compression string) ([]byte, error) {
+	var r io.Reader
+	switch compression {
+	case "":
+		return body, nil
+	case "application/x-gzip":
+		zr, err := zlib.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("compressed body (%s): %w", compression, err)
+		}
+		defer zr.Close()
+		r = zr
+	case "application/x-bz2":
+		r = bzip2.NewReader(bytes.NewReader(body))
+	default:
+		return nil, fmt.Errorf("unsupported compression %q (kombu_compression gzip, zlib and bzip2 are read)", compression)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+	if err != nil {
+		return nil, fmt.Errorf("compressed body (%s): %w", compression, err)
+	}
+	if len(out) > maxDecompressed {
+		return nil, fmt.Errorf("compressed body (%s) expands past %d bytes", compression, maxDecompressed)
+	}
+	return out, nil
+}
