@@ -151,6 +151,8 @@ type RabbitOpts struct {
 	UseQueueManager                  bool          `ini:"use_queue_manager" default:"false" help:"Should we use consistant queue names or random ones"`
 	QueueManagerHostname             string        `ini:"hostname" default:"" help:"Hostname used by queue manager. Defaults to the value returned by socket.gethostname()."`
 	QueueManagerProcessname          string        `ini:"processname" default:"" help:"Process name used by queue manager. Defaults to the program's name."`
+	KombuReconnectDelay              time.Duration `ini:"kombu_reconnect_delay" type:"float" unit:"s" default:"1.0" min:"0" help:"How long to wait (in seconds) before reconnecting in response to an AMQP consumer cancel notification."`
+	KombuFailoverStrategy            string        `ini:"kombu_failover_strategy" default:"round-robin" choices:"round-robin|shuffle" help:"Determines how the next RabbitMQ node is chosen in case the one we are currently connected to becomes unavailable. Takes effect only if more than one RabbitMQ node is provided in config."`
 	KombuMissingConsumerRetryTimeout time.Duration `ini:"kombu_missing_consumer_retry_timeout" unit:"s" default:"60" deprecated:"oslo_messaging_rabbit.kombu_reconnect_timeout" help:"How long to wait a missing client before abandoning to send it its replies. This value should not be longer than rpc_response_timeout."`
 	DirectMandatoryFlag              bool          `ini:"direct_mandatory_flag" default:"true" help:"Enable/Disable the RabbitMQ mandatory flag for direct send. The direct send is used as reply, so the MessageUndeliverable exception is raised in case the client queue does not exist."`
 }

@@ -128,12 +128,23 @@ func (d *dialer) tlsConfig(host string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// dialOnce tries the next broker once.
-func (d *dialer) dialOnce() (*amqp.Connection, TransportHost, error) {
+// nextHost is the broker of the next dial: the next one in turn
+// (round-robin), or one drawn at random (kombu_failover_strategy shuffle).
+func (d *dialer) nextHost() TransportHost {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.opts.FailoverShuffle && len(d.url.Hosts) > 1 {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(d.url.Hosts))))
+		return d.url.Hosts[n.Int64()]
+	}
 	h := d.url.Hosts[d.next%len(d.url.Hosts)]
 	d.next++
-	d.mu.Unlock()
+	return h
+}
+
+// dialOnce tries the next broker once.
+func (d *dialer) dialOnce() (*amqp.Connection, TransportHost, error) {
+	h := d.nextHost()
 
 	user, pass := h.Username, h.Password
 	if user == "" {

@@ -47,6 +47,9 @@ type RabbitOptions struct {
 	RetryBackoff        time.Duration // rabbit_retry_backoff, default 2s
 	IntervalMax         time.Duration // rabbit_interval_max, default 30s
 	KombuReconnectDelay time.Duration // kombu_reconnect_delay, default 1s
+	// FailoverShuffle is kombu_failover_strategy = shuffle: each dial goes
+	// to a broker drawn at random instead of the next one in turn.
+	FailoverShuffle bool
 
 	AMQPDurableQueues  bool          // amqp_durable_queues
 	AMQPAutoDelete     bool          // amqp_auto_delete

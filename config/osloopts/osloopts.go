@@ -27,7 +27,7 @@ func From(cfg *config.Config) oslo.Options {
 		SSLVersion: r.SSLVersion, SSLEnforceHostnameVerification: r.SSLEnforceHostnameVerification,
 		HeartbeatTimeoutThreshold: r.HeartbeatTimeoutThreshold, HeartbeatRate: r.HeartbeatRate,
 		RetryInterval: r.RabbitRetryInterval, RetryBackoff: r.RabbitRetryBackoff, IntervalMax: r.RabbitIntervalMax,
-		KombuReconnectDelay: o.Rabbit.KombuReconnectDelay,
+		KombuReconnectDelay: r.KombuReconnectDelay, FailoverShuffle: r.KombuFailoverStrategy == "shuffle",
 		AMQPDurableQueues:   r.AMQPDurableQueues, AMQPAutoDelete: r.AMQPAutoDelete,
 		TransientQueuesTTL: r.RabbitTransientQueuesTTL, QoSPrefetchCount: r.RabbitQoSPrefetchCount,
 		HAQueues: r.RabbitHAQueues, QuorumQueue: r.RabbitQuorumQueue, QuorumDeliveryLimit: r.RabbitQuorumDeliveryLimit,

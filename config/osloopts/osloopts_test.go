@@ -2,6 +2,7 @@ package osloopts
 
 import (
 	"testing"
+	"time"
 
 	"github.com/openstack/magnum-conductor/config"
 )
@@ -41,5 +42,28 @@ func TestTransientQueueOptionsReachTheTransport(t *testing.T) {
 	if !r.TransientQuorumQueue || !r.StreamFanout || !r.UseQueueManager || r.QueueManagerHost != "node1.example.com" ||
 		r.QueueManagerProcess != "magnum-conductor" {
 		t.Fatalf("rabbit options %+v", r)
+	}
+}
+
+func TestKombuOptionsReachTheTransport(t *testing.T) {
+	cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[oslo_messaging_rabbit]\n" +
+		"kombu_reconnect_delay = 2.5\nkombu_failover_strategy = shuffle\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := From(cfg).Rabbit
+	if r.KombuReconnectDelay != 2500*time.Millisecond || !r.FailoverShuffle {
+		t.Fatalf("rabbit options %+v", r)
+	}
+	def, err := config.LoadSources(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := From(def).Rabbit; r.KombuReconnectDelay != time.Second || r.FailoverShuffle {
+		t.Fatalf("defaults %+v", r)
+	}
+	if _, err := config.LoadSources([]config.Source{{Name: "t.conf",
+		Data: []byte("[oslo_messaging_rabbit]\nkombu_failover_strategy = random\n")}}); err == nil {
+		t.Fatal("kombu_failover_strategy = random accepted")
 	}
 }
