@@ -28,7 +28,7 @@ func From(cfg *config.Config) oslo.Options {
 		HeartbeatTimeoutThreshold: r.HeartbeatTimeoutThreshold, HeartbeatRate: r.HeartbeatRate,
 		RetryInterval: r.RabbitRetryInterval, RetryBackoff: r.RabbitRetryBackoff, IntervalMax: r.RabbitIntervalMax,
 		KombuReconnectDelay: r.KombuReconnectDelay, FailoverShuffle: r.KombuFailoverStrategy == "shuffle",
-		AMQPDurableQueues:   r.AMQPDurableQueues, AMQPAutoDelete: r.AMQPAutoDelete,
+		AMQPDurableQueues: r.AMQPDurableQueues, AMQPAutoDelete: r.AMQPAutoDelete,
 		TransientQueuesTTL: r.RabbitTransientQueuesTTL, QoSPrefetchCount: r.RabbitQoSPrefetchCount,
 		HAQueues: r.RabbitHAQueues, QuorumQueue: r.RabbitQuorumQueue, QuorumDeliveryLimit: r.RabbitQuorumDeliveryLimit,
 		QuorumMaxMemoryLength: r.RabbitQuorumMaxMemoryLength, QuorumMaxMemoryBytes: int64(r.RabbitQuorumMaxMemoryBytes),
