@@ -348,7 +348,6 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		}
 		// Take whatever else is already buffered: the messages that get a
 		// worker are acknowledged with one multiple ack, then run.
-		s.noteStreamOffset(d)
 		batch := append(make([]amqp.Delivery, 0, 8), d)
 	drain:
 		for len(batch) < maxBatch {
@@ -362,7 +361,6 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			if !ok {
 				break drain
 			}
-			s.noteStreamOffset(d)
 			batch = append(batch, d)
 		}
 		s.receive(ch, &acks, batch)
@@ -399,7 +397,8 @@ func (s *Server) fanoutConsumerArgs() amqp.Table {
 	return amqp.Table{"x-stream-offset": "next"}
 }
 
-// noteStreamOffset records the offset after a stream fanout delivery.
+// noteStreamOffset records the offset after a stream fanout delivery that
+// got a worker: one that did not is read again after a reconnection.
 func (s *Server) noteStreamOffset(d amqp.Delivery) {
 	if !s.opts.Rabbit.StreamFanout || d.ConsumerTag != "3" {
 		return
@@ -463,6 +462,7 @@ func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
 			return
 		}
 		for _, d := range batch[:n] {
+			s.noteStreamOffset(d)
 			s.inflight.Add(1)
 			body, compression := d.Body, compressionOf(d.Headers)
 			s.workers.run(func() { s.serve(body, compression) })
@@ -502,13 +502,14 @@ func (s *Server) serve(body []byte, compression string) {
 		}
 	}()
 	if compression != "" {
-		var err error
-		if body, err = decompress(body, compression); err != nil {
+		plain, err := decompress(body, compression)
+		if err != nil {
 			// Without the body there is no _reply_q to answer to.
 			s.log.Error("dropping an RPC message that cannot be decompressed", "error", err.Error(),
 				"size", len(body))
 			return
 		}
+		body = plain
 	}
 	req, err := DecodeRequest(body)
 	if err != nil {
