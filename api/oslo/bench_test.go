@@ -347,7 +347,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 func BenchmarkEncodeReply(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := buildReply("372baf9da21846bbad45c07fcf4a5412", true, nil); err != nil {
+		if _, err := buildReply(nil, "372baf9da21846bbad45c07fcf4a5412", true, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

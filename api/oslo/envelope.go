@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -243,12 +244,24 @@ type replyMessage struct {
 }
 
 // encodeReply builds the enveloped body of a reply; result is any value
-// pyjson.Append takes (a pyjson.Raw is copied as it is). The inner message
-// is escaped straight into the envelope: a list-sized result is copied
-// once, not laid out first and escaped afterwards.
+// pyjson.Append takes (a pyjson.Raw or *pyjson.Buffer is copied as it is).
+// The inner message is escaped straight into the envelope: a list-sized
+// result is copied once, not laid out first and escaped afterwards.
 func encodeReply(msgID string, result any, failure *string, ending bool) ([]byte, error) {
-	res, ok := result.(pyjson.Raw)
-	if !ok {
+	return appendReply(nil, msgID, result, failure, ending)
+}
+
+// appendReply is encodeReply writing into dst.
+func appendReply(dst []byte, msgID string, result any, failure *string, ending bool) ([]byte, error) {
+	var res []byte
+	switch x := result.(type) {
+	case pyjson.Raw:
+		res = x
+	case *pyjson.Buffer:
+		if x != nil {
+			res = x.B
+		}
+	default:
 		var err error
 		if res, err = pyjson.Append(nil, result); err != nil {
 			return nil, fmt.Errorf("encoding %q: %w", "result", err)
@@ -268,7 +281,7 @@ func encodeReply(msgID string, result any, failure *string, ending bool) ([]byte
 	_ = rest.add("_msg_id", msgID)
 	_ = rest.add("_unique_id", uuidHex())
 	const head = `{"result": `
-	out := make([]byte, 0, len(envelopePrefix)+len(head)+len(res)+len(res)/4+2*len(rest.buf)+8)
+	out := slices.Grow(dst[:0], len(envelopePrefix)+len(head)+len(res)+len(res)/4+2*len(rest.buf)+8)
 	out = append(out, envelopePrefix...)
 	out = pyjson.AppendStringBody(out, head)
 	out = pyjson.AppendStringBody(out, unsafe.String(unsafe.SliceData(res), len(res)))

@@ -47,7 +47,7 @@ func FuzzDecodeAndDispatch(f *testing.F) {
 			return
 		}
 		res, err := d.Dispatch(context.Background(), req)
-		body2, berr := buildReply("m", res, err)
+		body2, berr := buildReply(nil, "m", res, err)
 		if berr != nil {
 			t.Fatalf("reply not encodable: %v", berr)
 		}

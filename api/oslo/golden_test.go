@@ -150,9 +150,9 @@ func TestGoldenRepliesEncode(t *testing.T) {
 				if derr != nil {
 					t.Fatal(derr)
 				}
-				body, err = buildReply(msgID, nil, fail.Error())
+				body, err = buildReply(nil, msgID, nil, fail.Error())
 			default:
-				body, err = buildReply(msgID, f.Message["result"], nil)
+				body, err = buildReply(nil, msgID, f.Message["result"], nil)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -558,9 +558,9 @@ func keyOrder(t *testing.T, obj string) []string {
 }
 
 // TestGoldenReplyBytesRawResult: every recorded successful reply, its
-// result handed over as the bytes Python laid out (a pyjson.Raw, as the
-// indirection API hands over object primitives), is rebuilt byte for byte
-// apart from the fresh _unique_id.
+// result handed over as the bytes Python laid out (a pyjson.Raw, or the
+// *pyjson.Buffer the indirection API hands over object primitives in), is
+// rebuilt byte for byte apart from the fresh _unique_id.
 func TestGoldenReplyBytesRawResult(t *testing.T) {
 	n := 0
 	for _, f := range loadFrames(t) {
@@ -571,19 +571,25 @@ func TestGoldenReplyBytesRawResult(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
-		body, err := encodeReply(f.Message["_msg_id"].(string), pyjson.Raw(msg["result"]), nil, f.Message["ending"].(bool))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := unwrapEnvelope(body)
-		if err != nil {
-			t.Fatalf("%s: our reply does not decode: %v", f.Name, err)
-		}
-		var uid string
-		_ = json.Unmarshal(got["_unique_id"], &uid)
-		want := strings.Replace(f.BodyRaw, f.Message["_unique_id"].(string), uid, 1)
-		if string(body) != want {
-			t.Errorf("%s:\n got %s\nwant %s", f.Name, body, want)
+		// As a Raw, and as a pooled Buffer written into a used buffer (the
+		// server's reply path).
+		buf := &pyjson.Buffer{B: append([]byte(nil), msg["result"]...)}
+		used := []byte("an earlier reply, longer than nothing")
+		for i, res := range []any{pyjson.Raw(msg["result"]), buf} {
+			body, err := appendReply(used[:i*len(used)], f.Message["_msg_id"].(string), res, nil, f.Message["ending"].(bool))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := unwrapEnvelope(body)
+			if err != nil {
+				t.Fatalf("%s: our reply does not decode: %v", f.Name, err)
+			}
+			var uid string
+			_ = json.Unmarshal(got["_unique_id"], &uid)
+			want := strings.Replace(f.BodyRaw, f.Message["_unique_id"].(string), uid, 1)
+			if string(body) != want {
+				t.Errorf("%s (%T):\n got %s\nwant %s", f.Name, res, body, want)
+			}
 		}
 		n++
 	}

@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/api/request"
 )
 
@@ -570,6 +571,7 @@ func (s *Server) handle(req *Request) {
 		log.Debug("RPC method done", "duration", time.Since(start).String())
 	}
 	if req.MsgID == "" {
+		pyjson.Release(result)
 		return
 	}
 	s.reply(req, result, err, log)
@@ -645,11 +647,11 @@ func (s *Server) markObsolete(q string) {
 	s.obsolete[q] = now.Add(s.opts.Rabbit.MissingConsumerRetryTimeout)
 }
 
-// buildReply encodes the final reply of a call: the result, or the
-// failure that err becomes.
-func buildReply(msgID string, result any, err error) ([]byte, error) {
+// buildReply encodes the final reply of a call into dst: the result, or
+// the failure that err becomes.
+func buildReply(dst []byte, msgID string, result any, err error) ([]byte, error) {
 	if err == nil {
-		body, merr := encodeReply(msgID, result, nil, true)
+		body, merr := appendReply(dst, msgID, result, nil, true)
 		if merr == nil {
 			return body, nil
 		}
@@ -659,41 +661,51 @@ func buildReply(msgID string, result any, err error) ([]byte, error) {
 	if ferr != nil {
 		return nil, ferr
 	}
-	return encodeReply(msgID, nil, &f, true)
+	return appendReply(dst, msgID, nil, &f, true)
 }
 
 // reply sends the single final reply. A reply returned by the broker
 // (missing reply queue) is retried every 0.25 s for
 // kombu_missing_consumer_retry_timeout in the background, without holding
-// a worker.
+// a worker. A result in a *pyjson.Buffer is released once no reply needs it.
 func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 	if req.ReplyQ == "" {
 		log.Warn("call without a reply queue; no reply sent")
+		pyjson.Release(result)
 		return
 	}
 	if s.replyQueueObsolete(req.ReplyQ) {
 		log.Info("reply queue is gone; not replying", "reply_q", req.ReplyQ)
+		pyjson.Release(result)
 		return
 	}
-	body, berr := buildReply(req.MsgID, result, err)
+	// The body is written to the socket by the time publish returns, so its
+	// buffer serves the next reply.
+	buf := pyjson.GetBuffer()
+	defer buf.Release()
+	body, berr := buildReply(buf.B, req.MsgID, result, err)
 	if berr != nil {
 		log.Error("cannot encode reply", "error", berr.Error())
+		pyjson.Release(result)
 		return
 	}
+	buf.B = body
 	ctx, cancel := context.WithTimeout(s.pubCtx, s.opts.Rabbit.MissingConsumerRetryTimeout)
 	perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
 	cancel()
 	var re *ReturnedError
 	switch {
 	case perr == nil:
-		return
+		pyjson.Release(result)
 	case errors.As(perr, &re):
 		s.inflight.Add(1)
 		go func() {
 			defer s.inflight.Done()
+			defer pyjson.Release(result)
 			s.retryReply(req, result, err, log)
 		}()
 	default:
+		pyjson.Release(result)
 		log.Error("sending reply failed", "error", perr.Error(), "reply_q", req.ReplyQ)
 	}
 }
@@ -711,7 +723,7 @@ func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logge
 				req.MsgID, int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), req.ReplyQ))
 			return
 		}
-		body, berr := buildReply(req.MsgID, result, err)
+		body, berr := buildReply(nil, req.MsgID, result, err)
 		if berr != nil {
 			return
 		}

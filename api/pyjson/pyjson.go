@@ -170,6 +170,11 @@ func Append(dst []byte, v any) ([]byte, error) {
 			return append(dst, "null"...), nil
 		}
 		return append(dst, x...), nil
+	case *Buffer:
+		if x == nil || len(x.B) == 0 {
+			return append(dst, "null"...), nil
+		}
+		return append(dst, x.B...), nil
 	case json.RawMessage:
 		if len(x) == 0 {
 			return append(dst, "null"...), nil

@@ -176,9 +176,10 @@ func (h *Handler) classAction(ctx context.Context, objname, objmethod, objver st
 // objects of class objname at objver, others at the manifest's version or
 // the version their peer speaks.
 func encodeResult(res any, objname, objver string, manifest map[string]string) (any, error) {
-	// Objects are written straight to Python-layout JSON (pyjson.Raw), which
-	// the RPC server copies into the reply as it is: a list of a few hundred
-	// clusters is the largest reply the conductor sends.
+	// Objects are written straight to Python-layout JSON in a pooled
+	// *pyjson.Buffer, which the RPC server copies into the reply as it is
+	// and then releases: a list of a few hundred clusters is the largest
+	// reply the conductor sends.
 	opts := func(o objects.Object) objects.EncodeOptions {
 		v := manifest[o.ObjName()]
 		if o.ObjName() == objname {
@@ -187,11 +188,14 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 		return objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true}
 	}
 	enc := func(o objects.Object) (any, error) {
-		b, err := objects.AppendPrimitiveJSON(nil, o, opts(o))
+		buf := pyjson.GetBuffer()
+		b, err := objects.AppendPrimitiveJSON(buf.B, o, opts(o))
 		if err != nil {
+			buf.Release()
 			return nil, err
 		}
-		return pyjson.Raw(b), nil
+		buf.B = b
+		return buf, nil
 	}
 	switch x := res.(type) {
 	case nil:
@@ -204,7 +208,8 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 	case []objects.Object:
 		// One buffer for the whole list, laid out as json.dumps lays out a
 		// list: no copy of each primitive into the reply.
-		out := make([]byte, 0, 1+len(x)*1200)
+		buf := pyjson.GetBuffer()
+		out := slices.Grow(buf.B, 1+len(x)*1200)
 		out = append(out, '[')
 		for i, o := range x {
 			if i > 0 {
@@ -212,10 +217,12 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 			}
 			var err error
 			if out, err = objects.AppendPrimitiveJSON(out, o, opts(o)); err != nil {
+				buf.Release()
 				return nil, err
 			}
 		}
-		return pyjson.Raw(append(out, ']')), nil
+		buf.B = append(out, ']')
+		return buf, nil
 	}
 	return res, nil
 }

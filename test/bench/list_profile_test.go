@@ -38,6 +38,7 @@ func BenchmarkClusterList(b *testing.B) {
 		if _, err := pyjson.Append(nil, res); err != nil { // as the RPC server writes the reply
 			b.Fatal(err)
 		}
+		pyjson.Release(res) // as the RPC server does once the reply is written
 	}
 }
 

@@ -349,11 +349,27 @@ func listClusters(ctx context.Context, s *server) (int, error) {
 
 // countClusters counts the Cluster primitives in a Cluster.list result
 // without decoding it (the load generator shares the machine with the
-// servers): a primitive names its class once, and the nested
-// ClusterTemplate does not match.
+// servers): a primitive names its class once, and a nested ClusterTemplate
+// does not match. It looks for `.name":`, rare in a primitive, and checks
+// what is around it, which is an order of magnitude faster than searching
+// for the whole key, whose first byte is a quote.
 func countClusters(raw []byte) int {
-	return bytes.Count(raw, []byte(`"magnum_object.name": "Cluster"`)) +
-		bytes.Count(raw, []byte(`"magnum_object.name":"Cluster"`))
+	const obj, key = `"magnum_object`, `.name":`
+	n := 0
+	for {
+		i := bytes.Index(raw, []byte(key))
+		if i < 0 {
+			return n
+		}
+		isName := i >= len(obj) && string(raw[i-len(obj):i]) == obj
+		raw = raw[i+len(key):]
+		if len(raw) > 0 && raw[0] == ' ' {
+			raw = raw[1:]
+		}
+		if isName && bytes.HasPrefix(raw, []byte(`"Cluster"`)) {
+			n++
+		}
+	}
 }
 
 // listRaw is Cluster.list's result as received.
