@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ type options struct {
 	rounds    int
 	cpuprof   string
 	commit    string
+	gogc      int
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "the whole run's deadline")
 	flag.StringVar(&o.mysqlAddr, "mysql", "127.0.0.1:3306", "MariaDB address (root, no password)")
 	flag.StringVar(&o.pyScript, "python-conductor", "test/bench/python/run_conductor.py", "the Python conductor runner")
+	flag.IntVar(&o.gogc, "loadgen-gogc", 400, "the load generator's GOGC (not the servers'): its garbage collection competes with the servers for the CPUs")
 	flag.StringVar(&o.only, "only", "", "debugging: run only \"ours\" (no Python, no raw limit)")
 	var rawServer rawamqp.Options
 	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
@@ -73,6 +76,9 @@ func main() {
 		return
 	}
 
+	// Only this process: the servers it starts get the environment as it
+	// is, and the raw server (the same binary) returned above.
+	debug.SetGCPercent(o.gogc)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -91,7 +97,7 @@ func logf(format string, args ...any) {
 
 func run(ctx context.Context, o options) error {
 	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Duration: o.duration.Seconds(), Rounds: o.rounds, Commit: o.commit,
-		Clusters: o.clusters, Creates: o.creates}
+		Clusters: o.clusters, Creates: o.creates, LoadGenGOGC: o.gogc}
 
 	binDir, err := os.MkdirTemp("", "magnum-bench-")
 	if err != nil {

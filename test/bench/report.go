@@ -49,6 +49,7 @@ type report struct {
 	RawOsloWire   []load.Result `json:"raw_amqp_oslo_wire"`
 	RunSeconds    float64       `json:"run_seconds"`
 	SamplerErrors int           `json:"memory_sampler_errors"`
+	LoadGenGOGC   int           `json:"load_generator_gogc"`
 }
 
 func (r *report) side(label string) *sideResult {
@@ -58,7 +59,7 @@ func (r *report) side(label string) *sideResult {
 	return &r.Ours
 }
 
-func notes() []string {
+func (r *report) notes() []string {
 	return []string{
 		"Python: Debian's magnum-conductor 15.0.1 (test/bench/python/run_conductor.py), workers = CPU count; " +
 			"Magnum 15.0.1's Keystone trust step (create_trustee_and_trust) is stubbed out (no Keystone here), " +
@@ -67,7 +68,9 @@ func notes() []string {
 		"Both: same RabbitMQ, own control_exchange/topic, own MariaDB database with 1 template and the same clusters " +
 			"(1 master + 1 worker nodegroup each), seeded through each conductor's object_action create.",
 		"Load: one Go client (api/oslo + api/conductorapi), admin all-tenants context; Cluster.list at objver 1.23 with " +
-			"limit 1000, sort id asc, as magnum-api 15.0.1 sends it.",
+			"limit 1000, sort id asc, as magnum-api 15.0.1 sends it. " +
+			fmt.Sprintf("The load generator runs with GOGC=%d, so that its own garbage collection takes less of ", r.LoadGenGOGC) +
+			"the CPUs it shares with the servers; every server (Python, ours, the raw one) runs with its defaults.",
 		"Limit: raw amqp091-go request/reply on the same broker, no envelope; 'confirms' keeps oslo's publisher confirms " +
 			"and acks (the reference for ours/limit); 'no confirms' is fire-and-forget publishing; 'oslo's wire' is the " +
 			"confirms variant carrying the recorded ping_conductor request and reply bodies with oslo's properties " +
@@ -109,7 +112,7 @@ func mib(b int64) float64 { return bytesMiB(b) }
 // table renders the comparison; the last two columns are ours/Python and
 // ours/limit.
 func (r *report) table() string {
-	r.Notes = notes()
+	r.Notes = r.notes()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "magnum-conductor benchmark, %s, commit %s\nmachine: %s\n", r.Date, r.Commit, r.Machine)
 	for _, n := range r.Notes {
