@@ -161,14 +161,9 @@ func (s *Store) ListClusters(ctx context.Context, opts ListOpts, f ClusterFilter
 	w := &where{}
 	s.tenantFilter(ctx, w)
 	s.clusterFilters(w, f)
-	rows, err := listRows[clusterRow](ctx, s, clusterPage(), w, opts)
+	out, err := listLoaded(ctx, s, clusterPage(), w, opts, (*clusterRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list clusters", err)
-	}
-	out := make([]*objects.Cluster, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }

@@ -154,14 +154,9 @@ func (s *Store) ListClusterTemplates(ctx context.Context, opts ListOpts, f Clust
 			w.add(s.q("labels")+" = ?", pyJSON(f.Labels))
 		}
 	}, true)
-	rows, err := listRows[clusterTemplateRow](ctx, s, clusterTemplatePage(), w, opts)
+	out, err := listLoaded(ctx, s, clusterTemplatePage(), w, opts, (*clusterTemplateRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list cluster templates", err)
-	}
-	out := make([]*objects.ClusterTemplate, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }

@@ -79,8 +79,9 @@ func getOne[R any](ctx context.Context, s *Store, w *where, notFound, multiple f
 	return &rows[0], nil
 }
 
-// listRows runs a paginated list.
-func listRows[R any](ctx context.Context, s *Store, p page, w *where, opts ListOpts) ([]R, error) {
+// listObjects runs a paginated list, turning each row into an object as it
+// is read, with no slice of rows in between.
+func listObjects[R, O any](ctx context.Context, s *Store, p page, w *where, opts ListOpts, conv func(*R) O) ([]O, error) {
 	tx, err := s.paginate(ctx, w.apply(s.ctxDB(ctx).Model(new(R))), p, w, opts)
 	if err != nil {
 		return nil, err
@@ -90,7 +91,22 @@ func listRows[R any](ctx context.Context, s *Store, p page, w *where, opts ListO
 		return nil, err
 	}
 	defer rows.Close()
-	return scanAll[R](&s.plans, rows)
+	var out []O
+	err = scanEach(&s.plans, rows, func(r *R) error {
+		out = append(out, conv(r))
+		return nil
+	})
+	return out, err
+}
+
+// listLoaded is listObjects for the object lists the API reads: each
+// object marked loaded as opts says.
+func listLoaded[R any, O objects.Object](ctx context.Context, s *Store, p page, w *where, opts ListOpts, conv func(*R) O) ([]O, error) {
+	return listObjects(ctx, s, p, w, opts, func(r *R) O {
+		o := conv(r)
+		opts.loaded(o)
+		return o
+	})
 }
 
 // countRows counts the rows matching w.

@@ -129,14 +129,9 @@ func (s *Store) ListFederations(ctx context.Context, opts ListOpts, f Federation
 	w := &where{}
 	s.tenantFilter(ctx, w)
 	s.federationFilters(w, f)
-	rows, err := listRows[federationRow](ctx, s, federationPage(), w, opts)
+	out, err := listLoaded(ctx, s, federationPage(), w, opts, (*federationRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list federations", err)
-	}
-	out := make([]*objects.Federation, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }

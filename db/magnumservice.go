@@ -82,14 +82,9 @@ func (s *Store) CreateMagnumService(ctx context.Context, m *objects.MagnumServic
 // ListMagnumServices is get_magnum_service_list.
 func (s *Store) ListMagnumServices(ctx context.Context, opts ListOpts) ([]*objects.MagnumService, error) {
 	w := &where{}
-	rows, err := listRows[magnumServiceRow](ctx, s, magnumServicePage(), w, opts)
+	out, err := listLoaded(ctx, s, magnumServicePage(), w, opts, (*magnumServiceRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list magnum services", err)
-	}
-	out := make([]*objects.MagnumService, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }

@@ -139,13 +139,11 @@ func (s *Store) ListNodeGroupsOfClusters(ctx context.Context, clusterUUIDs []str
 		w := &where{}
 		s.nodegroupTenantFilter(ctx, w)
 		w.in(s.q("cluster_id"), chunk)
-		rows, err := listRows[nodeGroupRow](ctx, s, nodeGroupPage(), w, ListOpts{})
+		ngs, err := listLoaded(ctx, s, nodeGroupPage(), w, ListOpts{}, (*nodeGroupRow).toObject)
 		if err != nil {
 			return nil, s.wrap("list nodegroups", err)
 		}
-		for i := range rows {
-			ng := rows[i].toObject()
-			resetLoaded(ng)
+		for _, ng := range ngs {
 			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
 		}
 	}
@@ -174,14 +172,9 @@ func (s *Store) ListNodeGroups(ctx context.Context, clusterUUID string, opts Lis
 	if f.Status != nil {
 		w.in(s.q("status"), f.Status)
 	}
-	rows, err := listRows[nodeGroupRow](ctx, s, nodeGroupPage(), w, opts)
+	out, err := listLoaded(ctx, s, nodeGroupPage(), w, opts, (*nodeGroupRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list nodegroups", err)
-	}
-	out := make([]*objects.NodeGroup, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }

@@ -93,14 +93,9 @@ func (s *Store) ListQuotas(ctx context.Context, opts ListOpts, f QuotaFilters) (
 	if f.ProjectID != nil {
 		w.add(s.q("project_id")+" = ?", *f.ProjectID)
 	}
-	rows, err := listRows[quotaRow](ctx, s, quotaPage(), w, opts)
+	out, err := listLoaded(ctx, s, quotaPage(), w, opts, (*quotaRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list quotas", err)
-	}
-	out := make([]*objects.Quota, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }

@@ -40,47 +40,54 @@ type colPlan struct {
 
 var scannerType = reflect.TypeFor[sql.Scanner]()
 
-// scanAll reads every row of rows into a new R, each column into the R
-// field whose gorm column tag names it (columns without a field are read
-// and dropped). Strings are read as sql.RawBytes and copied once, other
-// values as the driver returns them and converted here: database/sql's
-// reflective conversion into pointer fields was a quarter of a Cluster.list.
-func scanAll[R any](plans *scanPlans, rows *sql.Rows) ([]R, error) {
+// scanEach reads every row of rows into one R, zeroed before every row,
+// each column into the R field whose gorm column tag names it (columns
+// without a field are read and dropped), and hands it to each. What each
+// keeps of r is its own (strings, pointers and maps are new on every row),
+// r is not: callers that turn rows into objects need no slice of rows.
+// Strings are read as sql.RawBytes and copied once, other values as the
+// driver returns them and converted here: database/sql's reflective
+// conversion into pointer fields was a quarter of a Cluster.list.
+func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) error {
 	cols, err := rows.Columns()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	plan, err := plans.get(reflect.TypeFor[R](), cols)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	raws := make([]sql.RawBytes, len(cols))
 	vals := make([]any, len(cols))
 	dest := make([]any, len(cols))
-	var out []R
-	for rows.Next() {
-		out = append(out, *new(R))
-		v := reflect.ValueOf(&out[len(out)-1]).Elem()
-		for i, p := range plan {
-			switch p.kind {
-			case colString, colStringPtr:
-				dest[i] = &raws[i]
-			case colScanner:
-				dest[i] = v.Field(p.field).Addr().Interface()
-			default:
-				dest[i] = &vals[i]
-			}
+	r := new(R)
+	v := reflect.ValueOf(r).Elem()
+	for i, p := range plan {
+		switch p.kind {
+		case colString, colStringPtr:
+			dest[i] = &raws[i]
+		case colScanner:
+			dest[i] = v.Field(p.field).Addr().Interface()
+		default:
+			dest[i] = &vals[i]
 		}
+	}
+	for rows.Next() {
+		var zero R
+		*r = zero
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return err
 		}
 		for i, p := range plan {
 			if err := assign(v.Field(p.field), p.kind, raws[i], vals[i]); err != nil {
-				return nil, fmt.Errorf("db: column %s: %w", cols[i], err)
+				return fmt.Errorf("db: column %s: %w", cols[i], err)
 			}
 		}
+		if err := each(r); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // assign stores one scanned column into field f.

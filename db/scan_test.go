@@ -97,3 +97,13 @@ func TestColumnConversionsOfTextValues(t *testing.T) {
 		t.Error("text that is no time was taken as one")
 	}
 }
+
+// scanAll collects what scanEach hands over.
+func scanAll[R any](plans *scanPlans, rows *sql.Rows) ([]R, error) {
+	var out []R
+	err := scanEach(plans, rows, func(r *R) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, err
+}

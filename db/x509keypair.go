@@ -89,14 +89,9 @@ func (s *Store) ListX509KeyPairs(ctx context.Context, opts ListOpts, f X509KeyPa
 	if f.UserID != nil {
 		w.add(s.q("user_id")+" = ?", *f.UserID)
 	}
-	rows, err := listRows[x509KeyPairRow](ctx, s, x509KeyPairPage(), w, opts)
+	out, err := listLoaded(ctx, s, x509KeyPairPage(), w, opts, (*x509KeyPairRow).toObject)
 	if err != nil {
 		return nil, s.wrap("list x509keypairs", err)
-	}
-	out := make([]*objects.X509KeyPair, len(rows))
-	for i := range rows {
-		out[i] = rows[i].toObject()
-		opts.loaded(out[i])
 	}
 	return out, nil
 }
