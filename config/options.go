@@ -154,6 +154,13 @@ type RabbitOpts struct {
 	KombuReconnectDelay              time.Duration `ini:"kombu_reconnect_delay" type:"float" unit:"s" default:"1.0" min:"0" help:"How long to wait (in seconds) before reconnecting in response to an AMQP consumer cancel notification."`
 	KombuFailoverStrategy            string        `ini:"kombu_failover_strategy" default:"round-robin" choices:"round-robin|shuffle" help:"Determines how the next RabbitMQ node is chosen in case the one we are currently connected to becomes unavailable. Takes effect only if more than one RabbitMQ node is provided in config."`
 	KombuMissingConsumerRetryTimeout time.Duration `ini:"kombu_missing_consumer_retry_timeout" unit:"s" default:"60" deprecated:"oslo_messaging_rabbit.kombu_reconnect_timeout" help:"How long to wait a missing client before abandoning to send it its replies. This value should not be longer than rpc_response_timeout."`
+	RPCConnPoolSize                  int           `ini:"rpc_conn_pool_size" default:"30" min:"1" help:"Size of RPC connection pool."`
+	ConnPoolMinSize                  int           `ini:"conn_pool_min_size" default:"2" help:"The pool size limit for connections expiration policy"`
+	ConnPoolTTL                      time.Duration `ini:"conn_pool_ttl" unit:"s" default:"1200" help:"The time-to-live in sec of idle connections in the pool"`
+	SSLEnforceFIPSMode               bool          `ini:"ssl_enforce_fips_mode" default:"false" help:"Global toggle for enforcing the OpenSSL FIPS mode. Deprecated for removal: the FIPS_mode_set API was removed in OpenSSL 3.0.0 and this option has no effect now."`
+	KombuReconnectSplay              time.Duration `ini:"kombu_reconnect_splay" type:"float" unit:"s" default:"0.0" min:"0" help:"Random time to wait for when reconnecting in response to an AMQP consumer cancel notification."`
+	KombuCompression                 string        `ini:"kombu_compression" help:"EXPERIMENTAL: Possible values are: gzip, bz2. If not set compression will not be used. This option may not be available in future versions."`
+	EnableCancelOnFailover           bool          `ini:"enable_cancel_on_failover" default:"false" help:"Enable x-cancel-on-ha-failover flag so that rabbitmq server will cancel and notify consumers when queue is down"`
 	DirectMandatoryFlag              bool          `ini:"direct_mandatory_flag" default:"true" help:"Enable/Disable the RabbitMQ mandatory flag for direct send. The direct send is used as reply, so the MessageUndeliverable exception is raised in case the client queue does not exist."`
 }
 

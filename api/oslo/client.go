@@ -74,7 +74,7 @@ func NewClient(opts Options, log *slog.Logger) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := opts.Rabbit.checkTransient(); err != nil {
+	if err := opts.Rabbit.check(); err != nil {
 		return nil, err
 	}
 	replyQ := "reply_" + uuidHex()
@@ -372,7 +372,7 @@ func (c *Client) replyLoop() {
 			return
 		}
 		c.log.Error("reply consumer lost its connection, reconnecting", "error", fmt.Sprint(err), "reply_q", c.replyQ)
-		_ = sleepCtx(c.replyCtx, c.opts.Rabbit.KombuReconnectDelay)
+		_ = sleepCtx(c.replyCtx, c.opts.Rabbit.reconnectDelay())
 	}
 }
 
@@ -398,7 +398,7 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 	// is nothing to redeliver if it dies, and the acks would cost a frame
 	// and a write per batch. The queue is declared exactly as oslo declares
 	// it; only this consumer's flag differs, which no peer can see.
-	deliveries, err := ch.Consume(c.replyQ, "1", true, false, false, false, nil)
+	deliveries, err := ch.Consume(c.replyQ, "1", true, false, false, false, c.opts.Rabbit.consumerArgs())
 	if err != nil {
 		return err
 	}

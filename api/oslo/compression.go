@@ -20,23 +20,39 @@ func compressionOf(h amqp.Table) string {
 	return c
 }
 
+// compress is kombu's gzip compression of a body sent with
+// kombu_compression = gzip: zlib data (Python's zlib.compress), at zlib's
+// default level as there.
+func compress(body []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(body)/2 + 64)
+	w := zlib.NewWriter(&b)
+	if _, err := w.Write(body); err != nil {
+		return nil, fmt.Errorf("compressing a message: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("compressing a message: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
 // decompress undoes kombu's compression of a message body: zlib data under
 // "application/x-gzip" (kombu_compression = gzip or zlib), bzip2 under
-// "application/x-bz2" (bzip2). We read these and send uncompressed bodies, which
-// every peer reads.
+// "application/x-bz2" (bzip2). We read both, and write the first when
+// kombu_compression asks for it.
 func decompress(body []byte, compression string) ([]byte, error) {
 	var r io.Reader
 	switch compression {
 	case "":
 		return body, nil
-	case "application/x-gzip":
+	case compressionZlib:
 		zr, err := zlib.NewReader(bytes.NewReader(body))
 		if err != nil {
 			return nil, fmt.Errorf("compressed body (%s): %w", compression, err)
 		}
 		defer zr.Close()
 		r = zr
-	case "application/x-bz2":
+	case compressionBzip2:
 		r = bzip2.NewReader(bytes.NewReader(body))
 	default:
 		return nil, fmt.Errorf("unsupported compression %q (kombu_compression gzip, zlib and bzip2 are read)", compression)

@@ -37,12 +37,14 @@ func TestDecompressKombuBodies(t *testing.T) {
 }
 
 // TestInteropPythonCompressedClientCallsGoServer: a Python RPCClient with
-// kombu_compression (gzip, bzip2) sends compressed bodies; our server reads
-// them and answers, and Python reads our uncompressed replies.
+// kombu_compression (gzip, bzip2) sends compressed bodies; our server, with
+// the same kombu_compression, reads them and answers, and Python reads our
+// replies: compressed with gzip, uncompressed with bzip2 (not written here).
 func TestInteropPythonCompressedClientCallsGoServer(t *testing.T) {
 	for _, compression := range []string{"gzip", "bzip2"} {
 		t.Run(compression, func(t *testing.T) {
 			e := newEnv(t)
+			e.opts.Rabbit.Compression = compression
 			rec := newRecorder()
 			e.startServer(interopDispatcher(t, rec))
 			py := startPython(t, "compressed_client", brokerURL, e.opts.ControlExchange, e.topic, compression)
@@ -69,10 +71,18 @@ func TestInteropPythonCompressedClientCallsGoServer(t *testing.T) {
 }
 
 // TestInteropGoClientReadsCompressedPythonReplies: a Python server with
-// kombu_compression=gzip compresses its replies; our client reads them.
+// kombu_compression=gzip compresses its replies and our client reads them;
+// our client with kombu_compression=gzip compresses its calls and a Python
+// server without it reads them.
 func TestInteropGoClientReadsCompressedPythonReplies(t *testing.T) {
+	t.Run("python compresses", func(t *testing.T) { interopCompressedEcho(t, "gzip", "") })
+	t.Run("go compresses", func(t *testing.T) { interopCompressedEcho(t, "", "gzip") })
+}
+
+func interopCompressedEcho(t *testing.T, python, ours string) {
 	e := newEnv(t)
-	py := startPython(t, "server", brokerURL, e.opts.ControlExchange, e.topic, "gzip")
+	e.opts.Rabbit.Compression = ours
+	py := startPython(t, "server", brokerURL, e.opts.ControlExchange, e.topic, python)
 	e.cleanups = append(e.cleanups, e.topic+".pyserver")
 	if m := py.next(t, 30*time.Second); m["ready"] != true {
 		t.Fatalf("python server: %v", m)

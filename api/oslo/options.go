@@ -7,7 +7,10 @@ package oslo
 import (
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // Options is the transport configuration the lead maps from magnum.conf.
@@ -81,6 +84,32 @@ type RabbitOptions struct {
 	QueueManagerProcess string
 
 	MissingConsumerRetryTimeout time.Duration // kombu_missing_consumer_retry_timeout, default 60s
+
+	// KombuReconnectSplay is kombu_reconnect_splay: up to this much more,
+	// drawn at random, is waited after KombuReconnectDelay before a lost
+	// consumer connection is dialled again, so that the processes that lost
+	// the same broker do not all come back at once.
+	KombuReconnectSplay time.Duration
+	// CancelOnFailover is enable_cancel_on_failover: every consumer asks for
+	// x-cancel-on-ha-failover, so that the broker cancels it when a mirrored
+	// queue's leader fails over, and it consumes again after a reconnection.
+	CancelOnFailover bool
+	// Compression is kombu_compression. "gzip" (or "zlib") compresses every
+	// message body sent, as kombu does: zlib data with the header
+	// compression = application/x-gzip. "bzip2" (kombu's name; oslo's help
+	// says "bz2") is accepted but sent uncompressed, as Go has no bzip2
+	// writer: every peer reads both. Compressed messages are read whatever
+	// this is.
+	Compression string
+	// PoolSize, PoolMinSize and PoolTTL are rpc_conn_pool_size (default 30),
+	// conn_pool_min_size (2) and conn_pool_ttl (1200 s), applied to each
+	// publisher's pool of confirm channels: at most PoolSize idle channels
+	// are kept, and idle ones older than PoolTTL are closed, down to
+	// PoolMinSize. Unlike oslo's connection pool, a publish never waits for
+	// a free one.
+	PoolSize    int
+	PoolMinSize int
+	PoolTTL     time.Duration
 }
 
 // NotificationOptions is [oslo_messaging_notifications].
@@ -112,6 +141,9 @@ func DefaultOptions() Options {
 			KombuReconnectDelay:         time.Second,
 			TransientQueuesTTL:          1800 * time.Second,
 			MissingConsumerRetryTimeout: 60 * time.Second,
+			PoolSize:                    30,
+			PoolMinSize:                 2,
+			PoolTTL:                     1200 * time.Second,
 		},
 		Notifications: NotificationOptions{Topics: []string{"notifications"}, Retry: -1},
 	}
@@ -155,6 +187,9 @@ func (o Options) withDefaults() Options {
 	if r.MissingConsumerRetryTimeout <= 0 {
 		r.MissingConsumerRetryTimeout = d.Rabbit.MissingConsumerRetryTimeout
 	}
+	if r.PoolSize <= 0 { // not set at all: rpc_conn_pool_size has min 1
+		r.PoolSize, r.PoolMinSize, r.PoolTTL = d.Rabbit.PoolSize, d.Rabbit.PoolMinSize, d.Rabbit.PoolTTL
+	}
 	if len(o.Notifications.Topics) == 0 {
 		o.Notifications.Topics = d.Notifications.Topics
 	}
@@ -164,10 +199,58 @@ func (o Options) withDefaults() Options {
 // durable is oslo's Connection.durable: quorum queues are always durable.
 func (r RabbitOptions) durable() bool { return r.AMQPDurableQueues || r.QuorumQueue }
 
-// checkTransient refuses what oslo refuses for reply and fanout queues.
-func (r RabbitOptions) checkTransient() error {
+// check refuses what oslo refuses: quorum reply and fanout queues with HA
+// queues, a pool smaller than its minimum, and a compression kombu does
+// not know.
+func (r RabbitOptions) check() error {
 	if r.TransientQuorumQueue && r.HAQueues {
 		return errors.New("oslo: rabbit_transient_quorum_queue and rabbit_ha_queues are both enabled")
+	}
+	if r.PoolSize < r.PoolMinSize {
+		return fmt.Errorf("oslo: rpc_conn_pool_size: %d must be greater than or equal to conn_pool_min_size: %d",
+			r.PoolSize, r.PoolMinSize)
+	}
+	_, err := compressionType(r.Compression)
+	return err
+}
+
+// Content types of kombu's compressions.
+const (
+	compressionZlib  = "application/x-gzip"
+	compressionBzip2 = "application/x-bz2"
+)
+
+// compressionType is the content type kombu gives kombu_compression name:
+// "" for none.
+func compressionType(name string) (string, error) {
+	switch name {
+	case "":
+		return "", nil
+	case "gzip", "zlib", compressionZlib:
+		return compressionZlib, nil
+	case "bzip2", "bzip", "bz2", compressionBzip2:
+		return compressionBzip2, nil
+	}
+	return "", fmt.Errorf("oslo: kombu_compression %q is not supported (gzip, zlib; bzip2 is read but sent uncompressed)", name)
+}
+
+// reconnectDelay is how long a consumer waits before dialling again after
+// losing its connection: kombu_reconnect_delay plus a random share of
+// kombu_reconnect_splay.
+func (r RabbitOptions) reconnectDelay() time.Duration {
+	d := r.KombuReconnectDelay
+	if r.KombuReconnectSplay > 0 {
+		d += mrand.N(r.KombuReconnectSplay)
+	}
+	return d
+}
+
+// consumerArgs is the arguments of every consumer: x-cancel-on-ha-failover
+// with enable_cancel_on_failover (a stream fanout consumer's offset
+// replaces them, as in oslo).
+func (r RabbitOptions) consumerArgs() amqp.Table {
+	if r.CancelOnFailover {
+		return amqp.Table{"x-cancel-on-ha-failover": true}
 	}
 	return nil
 }

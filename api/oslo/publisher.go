@@ -48,6 +48,7 @@ type pubChannel struct {
 	ch      *amqp.Channel
 	returns chan amqp.Return
 	gen     int
+	idle    time.Time // when it went back to the pool
 }
 
 // publisher sends messages on a confirm-mode publisher connection,
@@ -62,10 +63,21 @@ type publisher struct {
 	idle     []*pubChannel
 	declared map[string]bool
 	closed   bool
+
+	compression string // kombu's content type of the bodies sent, "" for none
 }
 
 func newPublisher(d *dialer, log *slog.Logger) *publisher {
-	return &publisher{d: d, log: log, declared: map[string]bool{}}
+	p := &publisher{d: d, log: log, declared: map[string]bool{}}
+	// Options.check refused an unknown compression already.
+	switch ct, _ := compressionType(d.opts.Compression); ct {
+	case compressionZlib:
+		p.compression = ct
+	case compressionBzip2:
+		log.Warn("kombu_compression bzip2 is read but not written here: messages are sent uncompressed, which every peer reads",
+			"purpose", d.purpose)
+	}
+	return p
 }
 
 var errPublisherClosed = errors.New("oslo: publisher closed")
@@ -81,6 +93,7 @@ func (p *publisher) getChannel(ctx context.Context, dials int) (*pubChannel, err
 	if n := len(p.idle); n > 0 {
 		pc := p.idle[n-1]
 		p.idle = p.idle[:n-1]
+		p.expireLocked(time.Now())
 		p.mu.Unlock()
 		if !pc.ch.IsClosed() {
 			return pc, nil
@@ -142,14 +155,32 @@ func (p *publisher) dropConn(gen int) {
 	}
 }
 
+// putChannel gives pc back to the pool, which keeps at most
+// rpc_conn_pool_size idle channels.
 func (p *publisher) putChannel(pc *pubChannel) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || pc.gen != p.gen || len(p.idle) >= 32 {
+	if p.closed || pc.gen != p.gen || len(p.idle) >= p.d.opts.PoolSize {
 		_ = pc.ch.Close()
 		return
 	}
+	pc.idle = time.Now()
 	p.idle = append(p.idle, pc)
+}
+
+// expireLocked closes the channels idle for longer than conn_pool_ttl,
+// oldest first, keeping conn_pool_min_size (oslo's pool expires its
+// connections the same way when one is taken).
+func (p *publisher) expireLocked(now time.Time) {
+	n := 0
+	for len(p.idle)-n > p.d.opts.PoolMinSize && now.Sub(p.idle[n].idle) > p.d.opts.PoolTTL {
+		_ = p.idle[n].ch.Close()
+		n++
+	}
+	if n > 0 {
+		p.idle = append(p.idle[:0], p.idle[n:]...)
+		p.log.Debug("idle publisher channels expired", "closed", n, "pool_size", len(p.idle))
+	}
 }
 
 func (p *publisher) isDeclared(gen int, key string) bool {
@@ -236,14 +267,24 @@ func (p *publisher) send(ctx context.Context, pc *pubChannel, m publishing) (*am
 		}
 		p.markDeclared(pc.gen, m.declareKey)
 	}
+	headers, body := amqp.Table{}, m.body
+	if p.compression != "" {
+		// As kombu's Producer.publish: the body compressed, its content
+		// type and encoding unchanged, the compression in a header.
+		var err error
+		if body, err = compress(body); err != nil {
+			return nil, err
+		}
+		headers["compression"] = p.compression
+	}
 	return pc.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, m.mandatory, false, amqp.Publishing{
-		Headers:         amqp.Table{},
+		Headers:         headers,
 		ContentType:     "application/json",
 		ContentEncoding: "utf-8",
 		DeliveryMode:    amqp.Persistent,
 		Priority:        0,
 		Expiration:      m.expiration,
-		Body:            m.body,
+		Body:            body,
 	})
 }
 

@@ -116,7 +116,7 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 	if opts.Rabbit.QuorumQueue && opts.Rabbit.HAQueues {
 		return nil, errors.New("oslo: rabbit_quorum_queue and rabbit_ha_queues are both enabled")
 	}
-	if err := opts.Rabbit.checkTransient(); err != nil {
+	if err := opts.Rabbit.check(); err != nil {
 		return nil, err
 	}
 	u, err := ParseTransportURL(opts.TransportURL)
@@ -187,7 +187,7 @@ func (s *Server) loop() {
 		default:
 		}
 		s.log.Error("RPC listener lost its connection, reconnecting", "error", err.Error())
-		_ = sleepCtx(s.runCtx, s.opts.Rabbit.KombuReconnectDelay)
+		_ = sleepCtx(s.runCtx, s.opts.Rabbit.reconnectDelay())
 	}
 }
 
@@ -298,8 +298,8 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 	queues := []string{s.target.Topic, s.target.Topic + "." + s.target.Server, s.fanoutQueue}
 	var deliveries [3]<-chan amqp.Delivery
 	for i, q := range queues {
-		var args amqp.Table
-		if i == 2 {
+		args := s.opts.Rabbit.consumerArgs()
+		if i == 2 && s.opts.Rabbit.StreamFanout {
 			args = s.fanoutConsumerArgs()
 		}
 		if deliveries[i], err = ch.Consume(q, fmt.Sprint(i+1), false, false, false, false, args); err != nil {

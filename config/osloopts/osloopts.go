@@ -36,6 +36,9 @@ func From(cfg *config.Config) oslo.Options {
 		TransientQuorumQueue:        r.RabbitTransientQuorumQueue, StreamFanout: r.RabbitStreamFanout,
 		UseQueueManager: r.UseQueueManager, QueueManagerHost: r.QueueManagerHostname,
 		QueueManagerProcess: r.QueueManagerProcessname,
+		KombuReconnectSplay: r.KombuReconnectSplay, CancelOnFailover: r.EnableCancelOnFailover,
+		Compression: r.KombuCompression,
+		PoolSize:    r.RPCConnPoolSize, PoolMinSize: r.ConnPoolMinSize, PoolTTL: r.ConnPoolTTL,
 	}
 	o.Notifications = oslo.NotificationOptions{
 		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,

@@ -67,3 +67,25 @@ func TestKombuOptionsReachTheTransport(t *testing.T) {
 		t.Fatal("kombu_failover_strategy = random accepted")
 	}
 }
+
+func TestPoolCompressionAndFailoverOptionsReachTheTransport(t *testing.T) {
+	cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[oslo_messaging_rabbit]\n" +
+		"kombu_reconnect_splay = 0.5\nenable_cancel_on_failover = true\nkombu_compression = gzip\n" +
+		"rpc_conn_pool_size = 7\nconn_pool_min_size = 3\nconn_pool_ttl = 60\nssl_enforce_fips_mode = true\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := From(cfg).Rabbit
+	if r.KombuReconnectSplay != 500*time.Millisecond || !r.CancelOnFailover || r.Compression != "gzip" ||
+		r.PoolSize != 7 || r.PoolMinSize != 3 || r.PoolTTL != time.Minute {
+		t.Fatalf("rabbit options %+v", r)
+	}
+	def, err := config.LoadSources(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := From(def).Rabbit; r.KombuReconnectSplay != 0 || r.CancelOnFailover || r.Compression != "" ||
+		r.PoolSize != 30 || r.PoolMinSize != 2 || r.PoolTTL != 1200*time.Second {
+		t.Fatalf("defaults %+v", r)
+	}
+}
