@@ -251,10 +251,20 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	if err := c.startReplies(ctx); err != nil {
+	// The reply queue is part of the call: waiting for it (the broker may
+	// be down or refuse the login) counts against the call's timeout.
+	msgID := uuidHex()
+	start := time.Now()
+	readyCtx, cancel := context.WithTimeout(ctx, timeout)
+	err := c.startReplies(readyCtx)
+	cancel()
+	if err != nil {
 		return nil, err
 	}
-	msgID := uuidHex()
+	remaining := timeout - time.Since(start)
+	if remaining <= 0 {
+		return nil, &TimeoutError{MsgID: msgID, Method: method, After: timeout}
+	}
 	body, err := encodeRequest(ctx, t, method, args, msgID, c.replyQ, o.CallMonitorTimeout)
 	if err != nil {
 		return nil, err
@@ -273,8 +283,8 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 	// timer per call). The broker's confirm of the request is awaited beside
 	// the reply, not before it: the reply often arrives first (the broker may
 	// delay confirms of persistent messages).
-	sendCtx, cancelSend := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	ip, err := c.pub.start(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(timeout/time.Millisecond), 10)))
+	sendCtx, cancelSend := context.WithTimeout(context.WithoutCancel(ctx), remaining)
+	ip, err := c.pub.start(sendCtx, c.topicPublishing(t, body, strconv.FormatInt(int64(remaining/time.Millisecond), 10)))
 	if err != nil {
 		cancelSend()
 		if errors.Is(err, context.DeadlineExceeded) {

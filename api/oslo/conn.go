@@ -166,7 +166,7 @@ func (d *dialer) dialOnce() (*amqp.Connection, TransportHost, error) {
 		heartbeat = 0
 	}
 	cfg := amqp.Config{
-		SASL:            []amqp.Authentication{&amqp.AMQPlainAuth{Username: user, Password: pass}, &amqp.PlainAuth{Username: user, Password: pass}},
+		SASL:            d.opts.sasl(user, pass),
 		Vhost:           d.url.vhost(),
 		Heartbeat:       heartbeat,
 		TLSClientConfig: tlsCfg,

@@ -262,3 +262,88 @@ func TestLivePublisherPoolSizeAndTTL(t *testing.T) {
 		t.Fatalf("fresh channels expired: %d idle", len(p.idle))
 	}
 }
+
+func TestLoginMethods(t *testing.T) {
+	mechs := func(m string) []string {
+		r := DefaultOptions().Rabbit
+		r.LoginMethod = m
+		var out []string
+		for _, a := range r.sasl("u", "p") {
+			out = append(out, a.Mechanism())
+		}
+		return out
+	}
+	for m, want := range map[string]string{"": "AMQPLAIN PLAIN", "AMQPLAIN": "AMQPLAIN PLAIN", "PLAIN": "PLAIN",
+		"EXTERNAL": "EXTERNAL"} {
+		if got := strings.Join(mechs(m), " "); got != want {
+			t.Errorf("rabbit_login_method %q offers %s, want %s", m, got, want)
+		}
+	}
+	r := DefaultOptions().Rabbit
+	r.LoginMethod = "RABBIT-CR-DEMO"
+	if err := r.check(); err == nil || !strings.Contains(err.Error(), "rabbit_login_method") {
+		t.Fatalf("RABBIT-CR-DEMO: %v", err)
+	}
+}
+
+// TestLiveLoginMethodReachesTheBroker: PLAIN logs in with PLAIN, as the
+// broker reports it; EXTERNAL, which this broker does not offer (no TLS
+// client certificates), does not log in at all.
+func TestLiveLoginMethodReachesTheBroker(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Rabbit.LoginMethod = "PLAIN"
+	s := e.startServer(liveDispatcher(t, newRecorder(), nil))
+	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_connections", "auth_mechanism", "client_properties").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, s.Target().Server) || strings.Contains(line, "magnum-conductor") && strings.Contains(line, ":listener:") {
+			found = true
+			if !strings.HasPrefix(line, "PLAIN\t") {
+				t.Errorf("a connection of the server logged in with another mechanism: %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no connection of the server in:\n%s", out)
+	}
+
+	e2 := newEnv(t)
+	e2.opts.Rabbit.LoginMethod = "EXTERNAL"
+	c, err := NewClient(e2.opts, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Call(userCtx(), Target{Topic: e2.topic}, "ping_conductor", nil, CallOptions{Timeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "SASL") {
+		t.Fatalf("EXTERNAL on a broker that does not offer it: %v", err)
+	}
+}
+
+// TestLiveNoDirectMandatoryDropsRepliesToMissingQueues: with
+// direct_mandatory_flag = false a reply to a queue that does not exist is
+// published without the mandatory flag, so the broker drops it and it is
+// not retried: a queue declared afterwards gets nothing (with the flag it
+// gets the retried reply: TestLiveMissingReplyQueueRetriedWithoutBlocking).
+func TestLiveNoDirectMandatoryDropsRepliesToMissingQueues(t *testing.T) {
+	e := newEnv(t)
+	e.opts.ExecutorThreadPoolSize = 1
+	e.opts.Rabbit.NoDirectMandatory = true
+	e.startServer(liveDispatcher(t, newRecorder(), nil))
+	replyQ := "reply_" + uuidHex()
+	e.publishRaw(rawCall("ping_conductor", "{}", "late", replyQ, ""))
+	// One worker: this call is answered after the raw one was.
+	c := e.client()
+	if _, err := c.Call(userCtx(), Target{Topic: e.topic}, "ping_conductor", nil, CallOptions{Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	replies := e.rawReplyQueue(replyQ)
+	select {
+	case r := <-replies:
+		t.Fatalf("a reply reached the queue declared after it was sent: %s", r.Body)
+	case <-time.After(1500 * time.Millisecond): // the mandatory retries run every 250 ms
+	}
+}

@@ -137,4 +137,20 @@ func TestCallWithoutBrokerSaysWhy(t *testing.T) {
 		!strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "topsecret") {
 		t.Fatalf("error = %v", err)
 	}
+	// The same with the call's own timeout (rpc_response_timeout or
+	// CallOptions) and a context without a deadline, as magnum-api's calls
+	// come: waiting for the reply queue used to ignore it and never end.
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(userCtx(), Target{Topic: "t"}, "ping_conductor", nil, CallOptions{Timeout: time.Second})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("error with the call's timeout = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a call with a 1 s timeout still waits for its reply queue after 30 s")
+	}
 }

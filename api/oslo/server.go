@@ -612,7 +612,7 @@ func (s *Server) startCallMonitor(req *Request, log *slog.Logger) func() {
 					return
 				}
 				ctx, cancel := context.WithTimeout(s.pubCtx, interval)
-				err = s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
+				err = s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: !s.opts.Rabbit.NoDirectMandatory, body: body})
 				cancel()
 				if err != nil {
 					log.Debug("call-monitor heartbeat failed", "error", err.Error())
@@ -691,7 +691,7 @@ func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 	}
 	buf.B = body
 	ctx, cancel := context.WithTimeout(s.pubCtx, s.opts.Rabbit.MissingConsumerRetryTimeout)
-	perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
+	perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: !s.opts.Rabbit.NoDirectMandatory, body: body})
 	cancel()
 	var re *ReturnedError
 	switch {
@@ -728,7 +728,7 @@ func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logge
 			return
 		}
 		ctx, cancel := context.WithDeadline(s.pubCtx, deadline)
-		perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: true, body: body})
+		perr := s.pub.publish(ctx, publishing{key: req.ReplyQ, mandatory: !s.opts.Rabbit.NoDirectMandatory, body: body})
 		cancel()
 		var re *ReturnedError
 		if perr == nil {

@@ -39,6 +39,7 @@ func From(cfg *config.Config) oslo.Options {
 		KombuReconnectSplay: r.KombuReconnectSplay, CancelOnFailover: r.EnableCancelOnFailover,
 		Compression: r.KombuCompression,
 		PoolSize:    r.RPCConnPoolSize, PoolMinSize: r.ConnPoolMinSize, PoolTTL: r.ConnPoolTTL,
+		LoginMethod: r.RabbitLoginMethod, NoDirectMandatory: !r.DirectMandatoryFlag,
 	}
 	o.Notifications = oslo.NotificationOptions{
 		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,

@@ -89,3 +89,21 @@ func TestPoolCompressionAndFailoverOptionsReachTheTransport(t *testing.T) {
 		t.Fatalf("defaults %+v", r)
 	}
 }
+
+func TestLoginMethodAndDirectMandatoryReachTheTransport(t *testing.T) {
+	cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[oslo_messaging_rabbit]\n" +
+		"rabbit_login_method = EXTERNAL\ndirect_mandatory_flag = false\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := From(cfg).Rabbit; r.LoginMethod != "EXTERNAL" || !r.NoDirectMandatory {
+		t.Fatalf("rabbit options %+v", r)
+	}
+	def, err := config.LoadSources(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := From(def).Rabbit; r.LoginMethod != "AMQPLAIN" || r.NoDirectMandatory {
+		t.Fatalf("defaults %+v", r)
+	}
+}
