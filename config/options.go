@@ -52,6 +52,7 @@ type DefaultOpts struct {
 	Debug                  bool          `ini:"debug" default:"false" help:"If set to true, the logging level will be set to DEBUG instead of the default INFO level."`
 	ControlExchange        string        `ini:"control_exchange" default:"magnum" help:"The default exchange under which topics are scoped. May be overridden by an exchange name specified in the transport_url option. (Magnum sets the default to magnum.)"`
 	RPCResponseTimeout     time.Duration `ini:"rpc_response_timeout" unit:"s" default:"60" help:"Seconds to wait for a response from a call."`
+	RPCPingEnabled         bool          `ini:"rpc_ping_enabled" default:"false" help:"Add an endpoint to answer to ping calls. Endpoint is named oslo_rpc_server_ping"`
 	ExecutorThreadPoolSize int           `ini:"executor_thread_pool_size" default:"64" deprecated:"DEFAULT.rpc_thread_pool_size" help:"Size of executor thread pool when executor is threading or eventlet."`
 	Host                   string        `ini:"host" type:"hostaddress" sample:"<current hostname>" help:"Name of this node. This can be an opaque identifier. It is not necessarily a hostname, FQDN, or IP address. However, the node name must be valid within an AMQP key. Defaults to the machine's hostname."`
 	PeriodicEnable         bool          `ini:"periodic_enable" default:"true" help:"Enable periodic tasks."`

@@ -80,6 +80,16 @@ func (d *Dispatcher) Handle(method string, fn MethodFunc) error {
 	return nil
 }
 
+// PingMethod is the method oslo.messaging's dispatcher adds with
+// [DEFAULT] rpc_ping_enabled, for monitoring probes.
+const PingMethod = "oslo_rpc_server_ping"
+
+// HandlePing registers PingMethod, which answers "pong" whatever its
+// arguments, as oslo's PingEndpoint does.
+func (d *Dispatcher) HandlePing() error {
+	return d.Handle(PingMethod, func(context.Context, *Call) (any, error) { return "pong", nil })
+}
+
 // Methods lists the registered names, sorted.
 func (d *Dispatcher) Methods() []string {
 	out := make([]string, 0, len(d.methods))

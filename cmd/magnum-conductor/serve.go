@@ -124,12 +124,8 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	if err != nil {
 		return &startError{err}
 	}
-	disp := oslo.NewDispatcher()
-	// Magnum's endpoint order: the indirection API first, then the handlers.
-	if err := indirection.New(store, log.With("component", "indirection")).Register(disp); err != nil {
-		return &startError{err}
-	}
-	if err := handlers.Register(disp); err != nil {
+	disp, err := buildDispatcher(cfg, store, handlers, log)
+	if err != nil {
 		return &startError{err}
 	}
 	rpcMetrics, err := newRPCMetrics(reg)
@@ -326,4 +322,23 @@ func certOptions(cfg *config.Config) certmanager.Options {
 		TempCacheDir:          cfg.Cluster.TempCacheDir,
 		KeyPoolSize:           x.KeyPoolSize,
 	}
+}
+
+// buildDispatcher binds the conductor's RPC methods: Magnum's endpoint
+// order, the indirection API first, then the handlers; and oslo's
+// oslo_rpc_server_ping with [DEFAULT] rpc_ping_enabled.
+func buildDispatcher(cfg *config.Config, store *db.Store, handlers *conductor.Handlers, log *slog.Logger) (*oslo.Dispatcher, error) {
+	disp := oslo.NewDispatcher()
+	if err := indirection.New(store, log.With("component", "indirection")).Register(disp); err != nil {
+		return nil, err
+	}
+	if err := handlers.Register(disp); err != nil {
+		return nil, err
+	}
+	if cfg.Default.RPCPingEnabled {
+		if err := disp.HandlePing(); err != nil {
+			return nil, err
+		}
+	}
+	return disp, nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/conductor"
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/periodic"
@@ -85,4 +87,43 @@ func TestHealthOptionsReachTheTask(t *testing.T) {
 		return
 	}
 	t.Fatal("no health task")
+}
+
+// TestPingEndpointFollowsTheConfiguration: [DEFAULT] rpc_ping_enabled adds
+// oslo's oslo_rpc_server_ping, which answers "pong" whatever it is given;
+// without it the method does not exist. Magnum's methods are bound either
+// way.
+func TestPingEndpointFollowsTheConfiguration(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		cfg, err := config.LoadSources([]config.Source{{Name: "t.conf",
+			Data: []byte(fmt.Sprintf("[DEFAULT]\nrpc_ping_enabled = %v\n", enabled))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		disp, err := buildDispatcher(cfg, emptyStore(t), &conductor.Handlers{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		methods := disp.Methods()
+		for _, m := range append(conductor.EndpointMethods(), "object_class_action_versions", "object_backport_versions") {
+			if !slices.Contains(methods, m) {
+				t.Errorf("rpc_ping_enabled = %v: %s is not bound", enabled, m)
+			}
+		}
+		if slices.Contains(methods, oslo.PingMethod) != enabled {
+			t.Fatalf("rpc_ping_enabled = %v: methods %v", enabled, methods)
+		}
+		if !enabled {
+			continue
+		}
+		for _, args := range []string{`{}`, `{"anything": [1, "x"]}`} {
+			req, err := oslo.DecodeRequest([]byte(`{"method": "oslo_rpc_server_ping", "args": ` + args + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := disp.Dispatch(context.Background(), req); err != nil || res != "pong" {
+				t.Errorf("ping with %s: %v, %v", args, res, err)
+			}
+		}
+	}
 }
