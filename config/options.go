@@ -111,6 +111,7 @@ type PeriodicOpts struct {
 // DatabaseOpts is the [database] group (oslo.db plus Magnum's mysql_engine).
 type DatabaseOpts struct {
 	Connection            string        `ini:"connection" type:"url" default:"sqlite:///$state_path/magnum.sqlite" secret:"true" deprecated:"DEFAULT.sql_connection,DATABASE.sql_connection,sql.connection" help:"The SQLAlchemy connection string to use to connect to the database."`
+	ConnectionParameters  string        `ini:"connection_parameters" default:"" help:"Optional URL parameters to append onto the connection URL at connect time; specify as param1=value1&param2=value2&..."`
 	MaxPoolSize           int           `ini:"max_pool_size" default:"5" help:"Maximum number of SQL connections to keep open in a pool. Setting a value of 0 indicates no limit."`
 	MaxOverflow           int           `ini:"max_overflow" default:"50" deprecated:"DEFAULT.sql_max_overflow,DATABASE.sqlalchemy_max_overflow" help:"If set, use this value for max_overflow with SQLAlchemy."`
 	PoolTimeout           time.Duration `ini:"pool_timeout" unit:"s" deprecated:"DATABASE.sqlalchemy_pool_timeout" help:"If set, use this value for pool_timeout with SQLAlchemy."`

@@ -30,6 +30,9 @@ import (
 type Options struct {
 	// Connection is [database]connection, an SQLAlchemy URL.
 	Connection string
+	// ConnectionParameters is connection_parameters: more URL parameters
+	// ("a=1&b=2") appended to Connection's query.
+	ConnectionParameters string
 	// MaxPoolSize is max_pool_size (oslo.db default 5): idle connections kept.
 	MaxPoolSize int
 	// MaxOverflow is max_overflow (default 50): connections allowed above
@@ -91,7 +94,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	u, err := ParseURL(opts.Connection)
+	u, err := ParseURL(WithParameters(opts.Connection, opts.ConnectionParameters))
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +119,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		cfg.Logger = driverLogger{log}
 		cfg.Timeout = opts.ConnectTimeout
 		cfg.ReadTimeout, cfg.WriteTimeout = opts.IOTimeout, opts.IOTimeout
+		cfg.TLS = u.TLS // not in the DSN, which has no form for it
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("db: %s: %w", u.Redacted, err)

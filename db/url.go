@@ -2,14 +2,20 @@ package db
 
 import (
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/openstack/magnum-conductor/tlschain"
 )
 
 // URL is a parsed [database]connection.
@@ -26,6 +32,9 @@ type URL struct {
 	Memory bool
 	// Redacted is the URL with its password replaced, for log lines.
 	Redacted string
+	// TLS is the MySQL connection's TLS configuration from the URL's ssl_*
+	// parameters; nil for a plain connection.
+	TLS *tls.Config
 }
 
 // ParseURL parses the SQLAlchemy URLs operators write in magnum.conf:
@@ -104,7 +113,116 @@ func parseMySQL(raw string) (*URL, error) {
 	case "", "utf8", "utf8mb3", "utf8mb4", "latin1", "ascii":
 		cfg.InterpolateParams = true
 	}
-	return &URL{Dialect: "mysql", DSN: cfg.FormatDSN(), Database: cfg.DBName, Redacted: u.Redacted()}, nil
+	tlsCfg, err := mysqlTLS(q, u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("db: connection URL %s: %w", u.Redacted(), err)
+	}
+	return &URL{Dialect: "mysql", DSN: cfg.FormatDSN(), Database: cfg.DBName, Redacted: u.Redacted(), TLS: tlsCfg}, nil
+}
+
+// mysqlTLS is the TLS of a connection URL's ssl_* parameters, as SQLAlchemy
+// hands them to PyMySQL (ssl_ca, ssl_capath, ssl_cert, ssl_key,
+// ssl_check_hostname; ssl_cipher names OpenSSL ciphers and is left to Go's
+// choice) and as PyMySQL applies them: any of them turns TLS on; without a
+// CA the server's certificate is not verified; with one it is, and so is its
+// host name unless ssl_check_hostname is false.
+func mysqlTLS(q url.Values, host string) (*tls.Config, error) {
+	ca, capath, cert, key := q.Get("ssl_ca"), q.Get("ssl_capath"), q.Get("ssl_cert"), q.Get("ssl_key")
+	_, hasCheck := q["ssl_check_hostname"]
+	if ca == "" && capath == "" && cert == "" && key == "" && !hasCheck && !q.Has("ssl_cipher") {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cert != "" {
+		if key == "" {
+			key = cert // PyMySQL's load_cert_chain: the key in the certificate's file
+		}
+		kp, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("ssl_cert/ssl_key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{kp}
+	}
+	if ca == "" && capath == "" {
+		cfg.InsecureSkipVerify = true //nolint:gosec // PyMySQL: no CA, no verification
+		return cfg, nil
+	}
+	roots, err := mysqlRoots(ca, capath)
+	if err != nil {
+		return nil, err
+	}
+	checkHost := true
+	if hasCheck {
+		if checkHost, err = pyBool(q.Get("ssl_check_hostname")); err != nil {
+			return nil, fmt.Errorf("ssl_check_hostname: %w", err)
+		}
+	}
+	if !checkHost {
+		tlschain.WithoutHostname(cfg, roots)
+		return cfg, nil
+	}
+	cfg.RootCAs, cfg.ServerName = roots, host
+	return cfg, nil
+}
+
+// mysqlRoots reads the CA certificates of ssl_ca (a PEM file) and ssl_capath
+// (a directory of PEM files, every one that holds certificates).
+func mysqlRoots(ca, capath string) (*x509.CertPool, error) {
+	roots := x509.NewCertPool()
+	found := false
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("ssl_ca: %w", err)
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ssl_ca %s holds no certificate", ca)
+		}
+		found = true
+	}
+	if capath != "" {
+		entries, err := os.ReadDir(capath)
+		if err != nil {
+			return nil, fmt.Errorf("ssl_capath: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			if pem, err := os.ReadFile(filepath.Join(capath, e.Name())); err == nil && roots.AppendCertsFromPEM(pem) {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("ssl_capath %s holds no certificate", capath)
+		}
+	}
+	return roots, nil
+}
+
+// pyBool is SQLAlchemy's asbool on a URL parameter.
+func pyBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "yes", "on", "y", "t", "1":
+		return true, nil
+	case "false", "no", "off", "n", "f", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("string is not a boolean: %q", s)
+}
+
+// WithParameters appends [database] connection_parameters
+// ("param1=value1&param2=value2") to a connection URL's query, as oslo.db
+// does at connect time.
+func WithParameters(connection, params string) string {
+	params = strings.TrimLeft(params, "?&")
+	if params == "" {
+		return connection
+	}
+	if strings.Contains(connection, "?") {
+		return connection + "&" + params
+	}
+	return connection + "?" + params
 }
 
 func parseSQLite(rest string) (*URL, error) {

@@ -235,6 +235,7 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, st startup, loggi
 func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.Store, error) {
 	opts := db.Options{
 		Connection:            cfg.Database.Connection,
+		ConnectionParameters:  cfg.Database.ConnectionParameters,
 		MaxPoolSize:           cfg.Database.MaxPoolSize,
 		MaxOverflow:           cfg.Database.MaxOverflow,
 		MaxRetries:            cfg.Database.MaxRetries,

@@ -129,7 +129,7 @@ func run(cmd *cobra.Command, f *flags, do func(context.Context, *migrations.Migr
 	}
 	dbc := cfg.Database
 	store, err := db.Open(ctx, db.Options{
-		Connection: dbc.Connection, MaxPoolSize: 1, MaxOverflow: 0, MaxRetries: dbc.MaxRetries,
+		Connection: dbc.Connection, ConnectionParameters: dbc.ConnectionParameters, MaxPoolSize: 1, MaxOverflow: 0, MaxRetries: dbc.MaxRetries,
 		ConnectionRecycleTime: dbc.ConnectionRecycleTime, RetryInterval: dbc.RetryInterval,
 		MySQLEngine: dbc.MySQLEngine, MySQLSQLMode: &dbc.MySQLSQLMode, SkipSchemaCheck: true,
 	}, log)
