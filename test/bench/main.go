@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&o.mysqlAddr, "mysql", "127.0.0.1:3306", "MariaDB address (root, no password)")
 	flag.StringVar(&o.pyScript, "python-conductor", "test/bench/python/run_conductor.py", "the Python conductor runner")
 	flag.IntVar(&o.gogc, "loadgen-gogc", 400, "the load generator's GOGC (not the servers'): its garbage collection competes with the servers for the CPUs")
+	render := flag.String("render", "", "print the table of an earlier run's bench.json (with this version's layout) and exit")
 	flag.StringVar(&o.only, "only", "", "debugging: run only \"ours\" (no Python, no raw limit)")
 	var rawServer rawamqp.Options
 	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
@@ -67,6 +68,13 @@ func main() {
 	flag.BoolVar(&rawServer.Confirm, "raw-confirm", false, "internal: the raw server publishes with confirms")
 	flag.BoolVar(&rawServer.OsloWire, "raw-oslo-wire", false, "internal: the raw server answers with a recorded oslo reply and oslo's properties")
 	flag.Parse()
+	if *render != "" {
+		if err := renderTable(*render); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if rawServer.Exchange != "" {
 		rawServer.URL = amqpURL()
 		if err := serveRaw(rawServer); err != nil {

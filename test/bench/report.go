@@ -179,6 +179,7 @@ func (r *report) table() string {
 	}
 	fmt.Fprintf(tw, "errors\t%d\t%d\t%d\t\t\t\n", errs(&r.Python), errs(&r.Ours), rawErr)
 	_ = tw.Flush()
+	b.WriteString(r.pairedRounds())
 	var firsts []string
 	for label, s := range map[string]*sideResult{"python": &r.Python, "ours": &r.Ours} {
 		for _, x := range append(append([]load.Result{}, s.Ping...), s.List...) {
@@ -338,4 +339,68 @@ func perCreateMS(c createResult) float64 {
 		return 0
 	}
 	return c.CPUSeconds * 1000 / float64(c.Completed)
+}
+
+// pairedRounds reports the ratios round by round: a round runs the limit,
+// Python and ours back to back, so its figures share the machine's
+// condition of the moment, which the medians of each side above do not.
+func (r *report) pairedRounds() string {
+	var b strings.Builder
+	b.WriteString("\nRound by round (each round runs the limit, Python and ours back to back):\n")
+	for i := range r.Ours.Ping {
+		if i < len(r.Raw) {
+			rs := roundRatios(r.Ours.Ping[i].Rounds, r.Raw[i].Rounds)
+			fmt.Fprintf(&b, "  ping_conductor, %d callers, ours/limit: %s\n", r.Ours.Ping[i].Callers, formatRatios(rs))
+		}
+	}
+	for i := range r.Ours.List {
+		if i < len(r.Python.List) {
+			rs := roundRatios(r.Ours.List[i].Rounds, r.Python.List[i].Rounds)
+			fmt.Fprintf(&b, "  Cluster.list, %d callers, ours/python: %s\n", r.Ours.List[i].Callers, formatRatios(rs))
+		}
+	}
+	return b.String()
+}
+
+// roundRatios divides a by b round by round (rounds missing on either side
+// are left out).
+func roundRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	return out
+}
+
+// formatRatios lists ratios as ratio() writes them, with their median.
+func formatRatios(rs []float64) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(rs))
+	for i, x := range rs {
+		parts[i] = ratio(x, 1)
+	}
+	sorted := slices.Sorted(slices.Values(rs))
+	med := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		med = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	return strings.Join(parts, ", ") + " (median " + ratio(med, 1) + ")"
+}
+
+// renderTable prints the table of the bench.json in file.
+func renderTable(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	fmt.Print(r.table())
+	return nil
 }
