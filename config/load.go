@@ -130,6 +130,9 @@ func loadSources(srcs []Source, env func(string) (string, bool)) (*Config, error
 		}
 		assign(cv.Field(d.groupIdx).Field(d.fieldIdx), d, v)
 	}
+	if section := cfg.KeystoneAuth.AuthSection; section != "" {
+		errs = append(errs, r.authSection(cv, defs, section)...)
+	}
 	errs = append(errs, crossChecks(cfg)...)
 	if cfg.Default.Host == "" {
 		h, err := os.Hostname()
@@ -177,6 +180,42 @@ func newResolver(srcs []Source) (*resolver, []*optDef, []error) {
 
 // crossChecks are the constraints between options that the Python services
 // enforce later (at queue declaration, at start-up); here they fail Load.
+// authSection reads the plugin options of [keystone_auth] from the section
+// its auth_section names, as keystoneauth's load_from_conf_options does:
+// auth_type and the password plugin's options come from there (their
+// defaults too), the session options (cafile, insecure, timeout...) stay.
+func (r *resolver) authSection(cv reflect.Value, defs []*optDef, section string) []error {
+	var errs []error
+	for _, d := range defs {
+		if d.group != "keystone_auth" || !isAuthPluginOption(d.name) {
+			continue
+		}
+		moved := *d
+		moved.group, moved.deprecated = normalizeGroup(section), nil
+		v, err := r.get(&moved)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f := cv.Field(d.groupIdx).Field(d.fieldIdx)
+		f.Set(reflect.Zero(f.Type()))
+		assign(f, d, v)
+	}
+	return errs
+}
+
+// isAuthPluginOption is whether a [keystone_auth] option belongs to the
+// auth plugin (auth_type and the password plugin's options) rather than to
+// the session.
+func isAuthPluginOption(name string) bool {
+	switch name {
+	case "auth_type", "auth_url", "username", "password", "user_id", "project_name", "project_id",
+		"user_domain_name", "user_domain_id", "project_domain_name", "project_domain_id", "system_scope", "trust_id":
+		return true
+	}
+	return false
+}
+
 func crossChecks(c *Config) []error {
 	var errs []error
 	if c.Rabbit.RabbitQuorumQueue && c.Rabbit.RabbitHAQueues {

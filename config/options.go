@@ -274,6 +274,7 @@ type TrustOpts struct {
 // plugin and session options for the service (admin) credentials.
 type KeystoneAuthOpts struct {
 	AuthType          string        `ini:"auth_type" default:"password" deprecated:"keystone_auth.auth_plugin" help:"Authentication type to load"`
+	AuthSection       string        `ini:"auth_section" help:"Config Section from which to load plugin specific options"`
 	AuthURL           string        `ini:"auth_url" type:"url" help:"Authentication URL"`
 	Username          string        `ini:"username" deprecated:"keystone_auth.user-name,keystone_auth.user_name" help:"Username"`
 	Password          string        `ini:"password" secret:"true" help:"User's password"`
