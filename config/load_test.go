@@ -66,6 +66,7 @@ func TestDefaultsMatchMagnum(t *testing.T) {
 		{"conductor workers unset", cfg.Conductor.Workers, 0},
 		{"metrics off", cfg.Conductor.MetricsListen, ""},
 		{"shutdown grace", cfg.Conductor.ShutdownGracePeriod, 30 * time.Second},
+		{"release start-up pages", cfg.Conductor.ReleaseStartupPages, true},
 		{"coordination", cfg.Periodic.Coordination, "hash"},
 		{"db connection", cfg.Database.Connection, "sqlite:////usr/lib/python3/dist-packages/magnum/magnum.sqlite"},
 		{"max_pool_size", cfg.Database.MaxPoolSize, 5},

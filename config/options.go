@@ -92,6 +92,7 @@ type ConductorOpts struct {
 	ConductorLifeCheckTimeout time.Duration `ini:"conductor_life_check_timeout" unit:"s" default:"4" help:"RPC timeout for the conductor liveness check that is used for cluster locking."`
 	MetricsListen             string        `ini:"metrics_listen" type:"listen" default:"" help:"Address (host:port, or :port, or a bare port) on which to serve Prometheus metrics and health checks. Empty disables the listener. Without a host the listener binds to 127.0.0.1 only."`
 	ShutdownGracePeriod       time.Duration `ini:"shutdown_grace_period" unit:"s" default:"30" min:"0" help:"Seconds to let in-flight RPC calls and periodic jobs finish after SIGTERM before the process exits."`
+	ReleaseStartupPages       bool          `ini:"release_startup_pages" default:"true" help:"15 seconds after it starts serving, ask the kernel to page out the executable's code and read-only data (madvise MADV_PAGEOUT, Linux 5.4 or later), so that the pages only start-up used (package initialisers) are no longer resident. Pages still in use are read back from the file on their next use."`
 }
 
 // WorkerCount is Workers, or the number of CPUs when unset or 0 (as

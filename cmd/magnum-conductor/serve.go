@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/config/osloopts"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/exepages"
 	"github.com/openstack/magnum-conductor/gurumeditation"
 	"github.com/openstack/magnum-conductor/migrations"
 	"github.com/openstack/magnum-conductor/oslolog"
@@ -171,9 +174,12 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	metricsSrv := startMetrics(cfg.Conductor.MetricsListen, reg, store, log)
 	// Start-up (configuration, schema check, package initialisers, the key
 	// pool's first RSA keys, the first periodic runs) leaves garbage that the
-	// runtime would return to the OS only gradually; once it has settled, an
-	// idle conductor should not hold it.
-	freeStartup := time.AfterFunc(startupSettle, debug.FreeOSMemory)
+	// runtime would return to the OS only gradually, and pages of the binary
+	// that only start-up used; once it has settled, an idle conductor should
+	// not hold them.
+	freeStartup := time.AfterFunc(startupSettle, func() {
+		settleStartup(cfg.Conductor.ReleaseStartupPages, log)
+	})
 	defer freeStartup.Stop()
 
 	<-ctx.Done()
@@ -194,6 +200,40 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	}
 	log.Info("magnum-conductor stopped")
 	return nil
+}
+
+// settleStartup returns start-up's garbage to the OS and, when asked, the
+// pages of the executable that only start-up touched (see package exepages).
+func settleStartup(releasePages bool, log *slog.Logger) {
+	debug.FreeOSMemory()
+	if !releasePages {
+		return
+	}
+	before := residentBytes()
+	if _, err := exepages.Release(); err != nil {
+		log.Warn("could not release the start-up pages of the executable", "error", err)
+		return
+	}
+	log.Info("released the start-up pages of the executable",
+		"rss_before_mib", before>>20, "rss_after_mib", residentBytes()>>20)
+}
+
+// residentBytes is the process's resident set size from /proc/self/statm,
+// or 0 where that cannot be read.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 // openLogging sets up the log outputs oslo.log's options ask for.

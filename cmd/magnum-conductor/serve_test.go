@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -32,5 +33,19 @@ func TestDebugOptionSetsTheLogLevel(t *testing.T) {
 		if strings.Contains(out.String(), "pa55word") {
 			t.Errorf("the transport_url password was logged:\n%s", out.String())
 		}
+	}
+}
+
+func TestSettleStartupReleasesPages(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		var out bytes.Buffer
+		settleStartup(release, slog.New(slog.NewTextHandler(&out, nil)))
+		released := strings.Contains(out.String(), "released the start-up pages")
+		if released != release || strings.Contains(out.String(), "could not release") {
+			t.Errorf("release_startup_pages = %v logged %q", release, out.String())
+		}
+	}
+	if residentBytes() <= 0 {
+		t.Error("residentBytes read nothing from /proc/self/statm")
 	}
 }

@@ -193,10 +193,26 @@ func run(ctx context.Context, o options) error {
 		logf("%s: seeded in %.1fs", s.label, time.Since(t0).Seconds())
 	}
 
-	// Idle memory: both servers up, seeded, nothing in flight.
+	// Memory after seeding, and idle memory once start-up has settled (ours
+	// gives back its start-up pages 15 s after it serves): both servers up,
+	// seeded, nothing in flight.
 	if err := sleepCtx(ctx, 5*time.Second); err != nil {
 		return err
 	}
+	for _, s := range servers {
+		side := rep.side(s.label)
+		if side.SeededMem, err = procstat.Memory(s.pid()); err != nil {
+			return err
+		}
+		logf("5 s after seeding: %s RSS %.1f MiB (anonymous %.1f) PSS %.1f MiB (%d processes)", s.label,
+			bytesMiB(side.SeededMem.RSS), bytesMiB(side.SeededMem.Anon), bytesMiB(side.SeededMem.PSS), side.SeededMem.Procs)
+	}
+	for _, s := range servers {
+		if err := sleepCtx(ctx, time.Until(s.serving.Add(idleAfter))); err != nil {
+			return err
+		}
+	}
+	rep.IdleAfter = idleAfter.Seconds()
 	samplers := map[*server]*procstat.Sampler{}
 	cpu0 := map[*server]float64{}
 	for _, s := range servers {
@@ -204,7 +220,7 @@ func run(ctx context.Context, o options) error {
 		if side.IdleMem, err = procstat.Memory(s.pid()); err != nil {
 			return err
 		}
-		logf("idle: %s RSS %.1f MiB (anonymous %.1f) PSS %.1f MiB (%d processes)", s.label,
+		logf("idle, %s after start: %s RSS %.1f MiB (anonymous %.1f) PSS %.1f MiB (%d processes)", idleAfter, s.label,
 			bytesMiB(side.IdleMem.RSS), bytesMiB(side.IdleMem.Anon), bytesMiB(side.IdleMem.PSS), side.IdleMem.Procs)
 	}
 	for _, s := range servers {
@@ -367,6 +383,11 @@ func startPython(ctx context.Context, o options, py *server, pyDB *database, dir
 	}
 	return py.waitPing(ctx, 3*time.Minute)
 }
+
+// idleAfter is how long every server has served when its idle memory is
+// taken: start-up has settled (ours pages out its start-up code 15 s after
+// it serves), and the periodic jobs and the heartbeat have run since.
+const idleAfter = 30 * time.Second
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -17,11 +17,14 @@ import (
 
 // sideResult is one server's figures.
 type sideResult struct {
-	Ping    []load.Result `json:"ping_conductor"`
-	List    []load.Result `json:"cluster_list"`
-	Create  createResult  `json:"cluster_create"`
-	IdleMem procstat.Mem  `json:"idle_memory"`
-	PeakMem procstat.Mem  `json:"peak_memory"`
+	Ping   []load.Result `json:"ping_conductor"`
+	List   []load.Result `json:"cluster_list"`
+	Create createResult  `json:"cluster_create"`
+	// SeededMem is taken 5 s after seeding, IdleMem once the server has
+	// also served for idleAfter.
+	SeededMem procstat.Mem `json:"seeded_memory"`
+	IdleMem   procstat.Mem `json:"idle_memory"`
+	PeakMem   procstat.Mem `json:"peak_memory"`
 	// CPURun is the CPU seconds of the server's process tree over the
 	// whole load phase; CPUOwn over its own cells only.
 	CPURun float64 `json:"cpu_seconds_run"`
@@ -50,6 +53,17 @@ type report struct {
 	RunSeconds    float64       `json:"run_seconds"`
 	SamplerErrors int           `json:"memory_sampler_errors"`
 	LoadGenGOGC   int           `json:"load_generator_gogc"`
+	// IdleAfter is how long every server had served when the idle memory
+	// was taken (0 in runs before it was recorded: 5 s after seeding).
+	IdleAfter float64 `json:"idle_after_seconds"`
+}
+
+// idleLabel names the idle-memory row.
+func idleLabel(r *report) string {
+	if r.IdleAfter == 0 {
+		return "idle memory (MiB)"
+	}
+	return fmt.Sprintf("idle memory, %.0f s after start (MiB)", r.IdleAfter)
 }
 
 func (r *report) side(label string) *sideResult {
@@ -146,9 +160,13 @@ func (r *report) table() string {
 		r.Creates, pc.PerSec, pc.Seconds, oc.PerSec, oc.Seconds, ratio(oc.PerSec, pc.PerSec))
 	fmt.Fprintf(tw, "server CPU per cluster_create (ms)\t%.1f\t%.1f\t-\t%s\t-\t\n",
 		perCreateMS(pc), perCreateMS(oc), ratio(perCreateMS(oc), perCreateMS(pc)))
+	if ps, os := r.Python.SeededMem, r.Ours.SeededMem; ps.RSS+os.RSS > 0 {
+		fmt.Fprintf(tw, "memory 5 s after seeding (MiB)\tRSS %.1f, PSS %.1f (%d procs)\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
+			mib(ps.RSS), mib(ps.PSS), ps.Procs, mib(os.RSS), mib(os.PSS), ratio(float64(os.RSS), float64(ps.PSS)))
+	}
 	pi, oi := r.Python.IdleMem, r.Ours.IdleMem
-	fmt.Fprintf(tw, "idle memory (MiB)\tRSS %.1f, PSS %.1f (%d procs)\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
-		mib(pi.RSS), mib(pi.PSS), pi.Procs, mib(oi.RSS), mib(oi.PSS), ratio(float64(oi.RSS), float64(pi.PSS)))
+	fmt.Fprintf(tw, "%s\tRSS %.1f, PSS %.1f (%d procs)\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
+		idleLabel(r), mib(pi.RSS), mib(pi.PSS), pi.Procs, mib(oi.RSS), mib(oi.PSS), ratio(float64(oi.RSS), float64(pi.PSS)))
 	pp, op := r.Python.PeakMem, r.Ours.PeakMem
 	fmt.Fprintf(tw, "peak memory during the run (MiB)\tRSS %.1f, PSS %.1f\tRSS %.1f, PSS %.1f\t-\t%s of PSS\t-\t\n",
 		mib(pp.RSS), mib(pp.PSS), mib(op.RSS), mib(op.PSS), ratio(float64(op.RSS), float64(pp.PSS)))

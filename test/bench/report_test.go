@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/openstack/magnum-conductor/test/bench/load"
+	"github.com/openstack/magnum-conductor/test/bench/procstat"
 )
 
 func TestCountClusters(t *testing.T) {
@@ -47,5 +48,29 @@ func TestPairedRounds(t *testing.T) {
 	}
 	if formatRatios(nil) != "-" {
 		t.Error("no rounds")
+	}
+}
+
+func TestMemoryRows(t *testing.T) {
+	mem := func(rss, pss int64) procstat.Mem { return procstat.Mem{RSS: rss << 20, PSS: pss << 20, Procs: 1} }
+	r := &report{IdleAfter: 30}
+	r.Python.SeededMem, r.Python.IdleMem = mem(340, 184), mem(346, 186)
+	r.Ours.SeededMem, r.Ours.IdleMem = mem(31, 30), mem(19, 18)
+	table := r.table()
+	for _, want := range []string{
+		"memory 5 s after seeding (MiB)  RSS 340.0, PSS 184.0 (1 procs)",
+		"idle memory, 30 s after start (MiB)  RSS 346.0, PSS 186.0 (1 procs)",
+		"RSS 19.0, PSS 18.0",
+		"10% of PSS",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(table), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("table:\n%s\nwant %q", table, want)
+		}
+	}
+	// A report from before the settled measurement: one row, as it was.
+	old := &report{}
+	old.Ours.IdleMem = mem(31, 30)
+	if table := old.table(); strings.Contains(table, "after seeding") || !strings.Contains(table, "idle memory (MiB)") {
+		t.Errorf("an older report's table:\n%s", table)
 	}
 }

@@ -94,6 +94,7 @@ type server struct {
 	exited   chan struct{}
 	client   *oslo.Client
 	api      *conductorapi.API
+	serving  time.Time // when it first answered ping_conductor
 }
 
 // writeConf writes a magnum.conf for one conductor. Python ignores the
@@ -227,6 +228,7 @@ func (s *server) waitPing(ctx context.Context, within time.Duration) error {
 		ok, err := s.api.PingConductor(adminCtx(cctx))
 		cancel()
 		if err == nil && ok {
+			s.serving = time.Now()
 			return nil
 		}
 		last = err
