@@ -69,7 +69,7 @@ func Release() (uintptr, error) {
 }
 
 // ReadOnlyMappings reads a /proc/PID/maps listing and returns the mappings of
-// the file exe that are not writable (its code and read-only data; the
+// the file exe (as os.Executable names it) that are not writable (its code and read-only data; the
 // writable data segment holds the process's own copies and is left alone).
 func ReadOnlyMappings(r io.Reader, exe string) ([]Mapping, error) {
 	want := filepath.Clean(exe)
@@ -81,7 +81,9 @@ func ReadOnlyMappings(r io.Reader, exe string) ([]Mapping, error) {
 		if len(fields) < 6 {
 			continue
 		}
-		path := strings.Join(fields[5:], " ")
+		// A binary replaced on disk since it started (a package upgrade) is
+		// listed with " (deleted)"; os.Executable trims that suffix.
+		path := strings.TrimSuffix(strings.Join(fields[5:], " "), " (deleted)")
 		if filepath.Clean(path) != want || strings.Contains(fields[1], "w") {
 			continue
 		}
