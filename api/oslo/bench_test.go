@@ -352,3 +352,38 @@ func BenchmarkEncodeReply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeReply decodes the recorded reply to ping_conductor, the
+// client's per-call parsing: the fast path, and the generic one it
+// replaces for replies in oslo's layout.
+func BenchmarkDecodeReply(b *testing.B) {
+	var body []byte
+	for _, f := range loadFrames(b) {
+		if f.File == "call_ping_reply.json" {
+			body = []byte(f.BodyRaw)
+		}
+	}
+	if body == nil {
+		b.Fatal("no recorded ping reply")
+	}
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, err := decodeReplyBody(body); err != nil || r.MsgID == "" {
+				b.Fatal(r, err)
+			}
+		}
+	})
+	b.Run("generic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			msg, err := unwrapEnvelope(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r, err := decodeReply(msg); err != nil || r.MsgID == "" {
+				b.Fatal(r, err)
+			}
+		}
+	})
+}

@@ -435,12 +435,7 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 }
 
 func (c *Client) deliverReply(body []byte) {
-	msg, err := unwrapEnvelope(body)
-	if err != nil {
-		c.log.Warn("dropping undecodable reply", "error", err.Error())
-		return
-	}
-	r, err := decodeReply(msg)
+	r, err := decodeReplyBody(body)
 	if err != nil {
 		c.log.Warn("dropping undecodable reply", "error", err.Error())
 		return
@@ -476,6 +471,59 @@ func (c *Client) Close() error {
 	<-c.replyDone
 	c.pub.close()
 	return nil
+}
+
+// decodeReplyBody decodes an enveloped (or bare) reply body. A reply in the
+// exact layout oslo.messaging writes is read member by member, without a map
+// or encoding/json (the fuzz test holds it to the generic path).
+func decodeReplyBody(body []byte) (replyMessage, error) {
+	if inner, ok := fastEnvelopeMessage(body); ok {
+		// The last of duplicate members wins, as in the map of the generic
+		// path: keep each member's value, then read it.
+		var result, failure, ending, msgID, uniqueID json.RawMessage
+		if forEachMember(inner, func(k []byte, v json.RawMessage) {
+			switch string(k) {
+			case "result":
+				result = v
+			case "failure":
+				failure = v
+			case "ending":
+				ending = v
+			case "_msg_id":
+				msgID = v
+			case "_unique_id":
+				uniqueID = v
+			}
+		}) {
+			r := replyMessage{Result: result, Ending: string(ending) == "true",
+				MsgID: jsonString(msgID), UniqueID: jsonString(uniqueID)}
+			if failure != nil && !isNull(failure) {
+				f, ok := validJSONValue(failure)
+				s, isString := f.(string)
+				if !ok || !isString {
+					return r, fmt.Errorf("failure is not a string: %.64s", failure)
+				}
+				r.Failure = &s
+			}
+			return r, nil
+		}
+	}
+	msg, err := unwrapEnvelope(body)
+	if err != nil {
+		return replyMessage{}, err
+	}
+	return decodeReply(msg)
+}
+
+// jsonString is the JSON string v, or "" for any other value (as
+// json.Unmarshal into an empty string leaves it).
+func jsonString(v json.RawMessage) string {
+	if x, ok := validJSONValue(v); ok {
+		if s, ok := x.(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 // decodeReply reads the fields of a reply from its decoded inner message.

@@ -269,3 +269,38 @@ func FuzzFastJSONValueMatchesEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeReplyMatchesGenericPath: the member-by-member fast path of the
+// client's reply decoding gives the same reply (or error) as decoding the
+// envelope and the message with encoding/json.
+func FuzzDecodeReplyMatchesGenericPath(f *testing.F) {
+	for _, fr := range loadFrames(f) {
+		f.Add([]byte(fr.BodyRaw))
+	}
+	f.Add([]byte(envelopePrefix + `{\"result\": {\"a\": [1, \"x\"]}, \"failure\": null, \"ending\": true, \"_msg_id\": \"m\\u00e9\", \"_unique_id\": \"u\"}"}`))
+	f.Add([]byte(envelopePrefix + `{\"failure\": \"{\\\"class\\\": \\\"X\\\"}\", \"ending\": 1, \"ending\": true, \"ending\": null}"}`))
+	f.Add([]byte(envelopePrefix + `{\"failure\": 3, \"_msg_id\": 7, \"_msg_id\": \"a\", \"_msg_id\": null}"}`))
+	f.Add([]byte(envelopePrefix + `{\"result\": null, \"result\": 2} "}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, ok := fastEnvelopeMessage(body); !ok || !utf8.Valid(body) {
+			return // (invalid UTF-8: encoding/json substitutes U+FFFD, the fast path keeps the bytes)
+		}
+		got, gotErr := decodeReplyBody(body)
+		var want replyMessage
+		msg, wantErr := unwrapEnvelope(body)
+		if wantErr == nil {
+			want, wantErr = decodeReply(msg)
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: fast path error %v, generic path error %v", body, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if !bytes.Equal(bytes.TrimSpace(got.Result), bytes.TrimSpace(want.Result)) || got.Ending != want.Ending ||
+			got.MsgID != want.MsgID || got.UniqueID != want.UniqueID || (got.Failure == nil) != (want.Failure == nil) ||
+			(got.Failure != nil && *got.Failure != *want.Failure) {
+			t.Fatalf("%q: fast path %+v, generic path %+v", body, got, want)
+		}
+	})
+}
