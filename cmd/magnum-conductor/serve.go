@@ -40,7 +40,8 @@ import (
 const driverCallTimeout = 5 * time.Minute
 
 // startupSettle is how long after it serves RPC the conductor returns its
-// start-up garbage to the OS.
+// start-up garbage to the OS, and pages out its start-up code
+// ([conductor] release_startup_pages).
 const startupSettle = 15 * time.Second
 
 // serve loads the configuration, starts every part of the conductor and
