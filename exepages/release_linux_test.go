@@ -53,16 +53,50 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv("EXEPAGES_HELPER") != "1" {
 		t.Skip("helper process for TestReleaseLive")
 	}
+	// Without the kernel's 64 KiB fault-around (MADV_RANDOM), what the
+	// helper touches again between the two measurements (writing its answer,
+	// the scheduler, sysmon) comes back page by page, well below what Release
+	// gives back even on a loaded machine.
+	if err := adviseRandom(); err != nil {
+		os.Stdout.WriteString("error " + err.Error() + "\n")
+		os.Exit(1)
+	}
 	in := bufio.NewReader(os.Stdin)
 	os.Stdout.WriteString("ready\n")
-	in.ReadString('\n')
-	if _, err := Release(); err != nil {
-		os.Stdout.WriteString("error " + err.Error() + "\n")
-	} else {
-		os.Stdout.WriteString("released\n")
+	for {
+		if line, err := in.ReadString('\n'); err != nil || line != "release\n" {
+			os.Exit(0)
+		}
+		if _, err := Release(); err != nil {
+			os.Stdout.WriteString("error " + err.Error() + "\n")
+		} else {
+			os.Stdout.WriteString("released\n")
+		}
 	}
-	in.ReadString('\n')
-	os.Exit(0)
+}
+
+// adviseRandom turns off fault-around on the executable's read-only
+// mappings (madvise MADV_RANDOM).
+func adviseRandom() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	maps, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return err
+	}
+	defer maps.Close()
+	ms, err := ReadOnlyMappings(maps, exe)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.Start, m.Len(), syscall.MADV_RANDOM); errno != 0 {
+			return errno
+		}
+	}
+	return nil
 }
 
 func TestReleaseLive(t *testing.T) {
@@ -114,19 +148,24 @@ func TestReleaseLive(t *testing.T) {
 		t.Fatalf("helper said %q, want ready", line)
 	}
 	before := residentExeKiB(t, cmd.Process.Pid, exe)
-	if _, err := stdin.Write([]byte("release\n")); err != nil {
-		t.Fatal(err)
-	}
-	if line := next(); line != "released" {
-		if strings.Contains(line, ErrUnsupported.Error()) {
-			t.Skip(line)
-		}
-		t.Fatalf("helper said %q, want released", line)
-	}
-	after := residentExeKiB(t, cmd.Process.Pid, exe)
-	t.Logf("resident pages of the helper's executable: %d KiB before Release, %d KiB after", before, after)
 	if before < 512 {
 		t.Fatalf("nothing to measure: %d KiB resident before Release", before)
+	}
+	// What else runs on the machine can make the helper touch more pages
+	// again before it is measured: up to three releases, the least counts.
+	after := before
+	for try := 0; try < 3 && after > before/2; try++ {
+		if _, err := stdin.Write([]byte("release\n")); err != nil {
+			t.Fatal(err)
+		}
+		if line := next(); line != "released" {
+			if strings.Contains(line, ErrUnsupported.Error()) {
+				t.Skip(line)
+			}
+			t.Fatalf("helper said %q, want released", line)
+		}
+		after = min(after, residentExeKiB(t, cmd.Process.Pid, exe))
+		t.Logf("resident pages of the helper's executable: %d KiB before Release, %d KiB after", before, after)
 	}
 	if after > before/2 {
 		t.Errorf("resident pages of the helper's executable: %d KiB before Release, %d KiB after; want at most half", before, after)
