@@ -62,6 +62,12 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 	dest := make([]any, len(cols))
 	r := new(R)
 	v := reflect.ValueOf(r).Elem()
+	var strs rowStrings
+	for _, p := range plan {
+		if p.kind == colStringPtr {
+			strs.ptrs++
+		}
+	}
 	for i, p := range plan {
 		switch p.kind {
 		case colString, colStringPtr:
@@ -78,8 +84,9 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
+		strs.reset(plan, raws)
 		for i, p := range plan {
-			if err := assign(v.Field(p.field), p.kind, raws[i], vals[i]); err != nil {
+			if err := assign(v.Field(p.field), p.kind, raws[i], vals[i], &strs); err != nil {
 				return fmt.Errorf("db: column %s: %w", cols[i], err)
 			}
 		}
@@ -90,15 +97,59 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 	return rows.Err()
 }
 
-// assign stores one scanned column into field f.
-func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any) error {
+// rowStrings holds the string columns of one row in one allocation and the
+// targets of its *string fields in another, where a copy and a pointer per
+// column were two allocations each (most of a Cluster.list's). The strings
+// of a row share its memory, which lives as long as any of them: rows are
+// a few KB.
+type rowStrings struct {
+	ptrs  int    // *string columns in the plan
+	buf   []byte // reused from row to row
+	all   string
+	off   int
+	cells []string
+	used  int
+}
+
+// reset copies the string columns of the row just scanned, in plan order.
+func (s *rowStrings) reset(plan []colPlan, raws []sql.RawBytes) {
+	s.buf = s.buf[:0]
+	for i, p := range plan {
+		if p.kind == colString || p.kind == colStringPtr {
+			s.buf = append(s.buf, raws[i]...)
+		}
+	}
+	s.all, s.off, s.used, s.cells = string(s.buf), 0, 0, nil
+	if s.ptrs > 0 {
+		s.cells = make([]string, s.ptrs)
+	}
+}
+
+// next is the next string column, raw's copy; columns are taken in plan
+// order.
+func (s *rowStrings) next(raw sql.RawBytes) string {
+	v := s.all[s.off : s.off+len(raw)]
+	s.off += len(raw)
+	return v
+}
+
+// ptr is next, for a *string field.
+func (s *rowStrings) ptr(raw sql.RawBytes) *string {
+	p := &s.cells[s.used]
+	s.used++
+	*p = s.next(raw)
+	return p
+}
+
+// assign stores one scanned column into field f; string columns come from
+// strs, which must see them in plan order.
+func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowStrings) error {
 	switch kind {
 	case colString:
-		f.SetString(string(raw))
+		f.SetString(strs.next(raw))
 	case colStringPtr:
 		if raw != nil {
-			s := string(raw)
-			*f.Addr().Interface().(**string) = &s
+			*f.Addr().Interface().(**string) = strs.ptr(raw)
 		}
 	case colInt, colIntPtr:
 		if val == nil {

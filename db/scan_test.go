@@ -23,8 +23,8 @@ type scanRow struct {
 }
 
 // TestScanAllFillsTaggedFields: every column lands in its tagged field,
-// NULLs become nil pointers, columns without a field are dropped, and the
-// plan is reused.
+// NULLs become nil pointers, columns without a field are dropped, rows kept
+// by the caller are not changed by later ones, and the plan is reused.
 func TestScanAllFillsTaggedFields(t *testing.T) {
 	sdb, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "scan.sqlite"))
 	if err != nil {
@@ -36,7 +36,8 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 		`CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(255), labels TEXT, created_at DATETIME, extra TEXT,
 			count INTEGER, enabled BOOLEAN, role VARCHAR(10))`,
 		`INSERT INTO t VALUES (1, 'a', '{"k": "v"}', '2026-11-30 01:02:03', 'x', 7, 1, 'master'),
-			(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+			(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+			(3, '', '{}', NULL, 'y', 0, 0, 'worker')`,
 	} {
 		if _, err := sdb.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -53,10 +54,10 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 2 {
+		if len(got) != 3 {
 			t.Fatalf("%d rows", len(got))
 		}
-		a, b := got[0], got[1]
+		a, b, c := got[0], got[1], got[2]
 		if a.ID != 1 || a.Name == nil || *a.Name != "a" || a.Labels["k"] != "v" || a.Created == nil ||
 			!a.Created.Equal(time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)) || a.Skipped != "" ||
 			a.Count == nil || *a.Count != 7 || a.Enabled == nil || !*a.Enabled || a.Role != "master" {
@@ -64,6 +65,12 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 		}
 		if b.ID != 2 || b.Name != nil || b.Labels != nil || b.Created != nil || b.Count != nil || b.Enabled != nil || b.Role != "" {
 			t.Errorf("row 2 = %+v", b)
+		}
+		// An empty string is not NULL, and the strings of a row kept by the
+		// caller stay as they were read when later rows are scanned.
+		if c.ID != 3 || c.Name == nil || *c.Name != "" || c.Role != "worker" || c.Count == nil || *c.Count != 0 ||
+			c.Enabled == nil || *c.Enabled {
+			t.Errorf("row 3 = %+v", c)
 		}
 	}
 	n := 0
