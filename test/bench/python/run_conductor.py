@@ -1,11 +1,15 @@
 #!/usr/bin/python3
 """Runs Debian's Python magnum-conductor (15.0.1) as the benchmark's reference.
 
-Two things are changed in the Python process, and only these:
+Three things are changed in the Python process, and only these:
 
 * Magnum 15.0.1 creates a Keystone trustee and trust at the start of
   cluster_create. There is no Keystone on the benchmark machine, so that one
   step is replaced by a no-op (the benchmark output says so).
+* Magnum 15.0.1's database layer asks Keystone for the trustee domain's id
+  on every query filtered by project (Magnum master no longer does). Here it
+  is [trust]/trustee_domain_id, or "magnum-trustees" when that is unset, so
+  that users of other domains see their project's rows.
 * Magnum 15.0.1 ships Heat drivers only. A minimal out-of-tree driver that
   completes at once (the counterpart of our simulated driver with zero delay)
   is returned for every cluster template.
@@ -17,7 +21,9 @@ Usage: run_conductor.py --config-file magnum.conf
 """
 import sys
 
+from magnum.common import keystone
 from magnum.conductor.handlers.common import trust_manager
+import magnum.conf
 from magnum.drivers.common import driver as driver_mod
 from magnum.objects import fields
 
@@ -27,6 +33,9 @@ def _no_trust(osc, cluster):
 
 
 trust_manager.create_trustee_and_trust = _no_trust
+keystone.KeystoneClientV3.trustee_domain_id = property(
+    lambda self: magnum.conf.CONF.trust.trustee_domain_id or
+    'magnum-trustees')
 
 
 class ZeroDelayDriver(driver_mod.Driver):
@@ -52,6 +61,8 @@ class ZeroDelayDriver(driver_mod.Driver):
 
     def create_cluster(self, context, cluster, cluster_create_timeout):
         cluster.stack_id = 'zero-delay'
+        # magnum-api refuses new nodegroups until the API address is known.
+        cluster.api_address = 'https://192.0.2.1:6443'
         cluster.status = fields.ClusterStatus.CREATE_COMPLETE
 
     def update_cluster(self, context, cluster, scale_manager=None,

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,22 +35,13 @@ type step struct {
 	} `json:"error"`
 }
 
-func repoFile(t *testing.T, rel string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // runScenario runs the Python magnum-api client against the conductor
 // reached through conf.
 func runScenario(t *testing.T, conf, scenario, seed string) []step {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", repoFile(t, "test/interop/python/magnum_api_client.py"),
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", harness.RepoFile(t, "test/interop/python/magnum_api_client.py"),
 		"--config-file", conf, scenario, seed)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -72,47 +62,6 @@ func runScenario(t *testing.T, conf, scenario, seed string) []step {
 	return steps
 }
 
-func startPython(t *testing.T, dir string) string {
-	t.Helper()
-	_, dbURL := dbtest.MySQL(t)
-	cfg := &harness.Config{Database: dbURL,
-		Extra: "[conductor]\nworkers = 1\n"}
-	conf := cfg.Write(t, dir)
-	up := exec.Command("/usr/bin/magnum-db-manage", "--config-file", conf, "upgrade")
-	if out, err := up.CombinedOutput(); err != nil {
-		t.Fatalf("python magnum-db-manage upgrade: %v\n%s", err, out)
-	}
-	cmd := exec.Command("/usr/bin/python3", repoFile(t, "test/bench/python/run_conductor.py"), "--config-file", conf)
-	cmd.SysProcAttr = harness.ProcessGroup()
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		harness.KillGroup(cmd)
-		if t.Failed() {
-			t.Logf("python conductor log (tail):\n%s", tail(log.String(), 4000))
-		}
-	})
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if out, err := harness.CTL(bins, conf, "--timeout", "5s", "conductor", "ping"); err == nil && strings.Contains(out, "true") {
-			return conf
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatal("the Python conductor did not answer ping within 90 s")
-	return ""
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
 func TestLifecycleMatchesPythonConductor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the Python conductor")
@@ -126,7 +75,7 @@ func TestLifecycleMatchesPythonConductor(t *testing.T) {
 	}
 	harness.Start(t, bins, oursConf)
 	// Python 15.0.1, on MariaDB at its own head (7da8489d6a68).
-	pyConf := startPython(t, t.TempDir())
+	pyConf := harness.StartPythonConductor(t, bins, t.TempDir())
 
 	ours := runScenario(t, oursConf, "lifecycle", "lifecycle-seed")
 	py := runScenario(t, pyConf, "lifecycle", "lifecycle-seed")
