@@ -5,7 +5,9 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -292,14 +294,17 @@ func TestLoginMethods(t *testing.T) {
 func TestLiveLoginMethodReachesTheBroker(t *testing.T) {
 	e := newEnv(t)
 	e.opts.Rabbit.LoginMethod = "PLAIN"
-	s := e.startServer(liveDispatcher(t, newRecorder(), nil))
+	e.startServer(liveDispatcher(t, newRecorder(), nil))
 	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_connections", "auth_mechanism", "client_properties").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only this process's listener: a conductor left running by another
+	// test may log in differently.
+	ours := fmt.Sprintf(":%d:listener:", os.Getpid())
 	found := false
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, s.Target().Server) || strings.Contains(line, "magnum-conductor") && strings.Contains(line, ":listener:") {
+		if strings.Contains(line, ours) {
 			found = true
 			if !strings.HasPrefix(line, "PLAIN\t") {
 				t.Errorf("a connection of the server logged in with another mechanism: %s", line)

@@ -167,6 +167,8 @@ func StartArgs(t testing.TB, bins *Binaries, confPath string, args ...string) *P
 	t.Helper()
 	p := &Process{log: &SyncBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(bins.Conductor, append([]string{"--config-file", confPath}, args...)...)
+	// Killed with the test process if it dies without cleaning up.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
