@@ -77,6 +77,8 @@ func (r *report) notes() []string {
 	return []string{
 		"Python: Debian's magnum-conductor 15.0.1 (test/bench/python/run_conductor.py), workers = CPU count; " +
 			"Magnum 15.0.1's Keystone trust step (create_trustee_and_trust) is stubbed out (no Keystone here), " +
+			"the trustee domain its database layer would ask Keystone for is [trust]/trustee_domain_id " +
+			"(the all-tenants calls here never ask), " +
 			"and a zero-delay out-of-tree driver completes every create inside create_cluster.",
 		"Ours: bin/magnum-conductor with the simulated driver at operation_delay 0 (a create completes inside the driver call).",
 		"Both: same RabbitMQ, own control_exchange/topic, own MariaDB database with 1 template and the same clusters " +
