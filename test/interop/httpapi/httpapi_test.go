@@ -237,6 +237,9 @@ func scenario(a *api, csrPEM []byte) {
 	a.record("ca_get", "GET", "/v1/certificates/c1", nil)
 	a.record("ca_sign", "POST", "/v1/certificates", map[string]any{"cluster_uuid": "c1", "csr": string(csrPEM)})
 	a.record("stats", "GET", "/v1/stats", nil)
+	a.record("ca_rotate", "PATCH", "/v1/certificates/c1", nil)
+	a.wait("wait_ca_rotated", "/v1/clusters/c1", status, "UPDATE_COMPLETE")
+	a.record("ca_get_after_rotate", "GET", "/v1/certificates/c1", nil)
 	a.record("template_delete_referenced", "DELETE", "/v1/clustertemplates/t1", nil)
 
 	a.record("cluster_scale", "PATCH", "/v1/clusters/c1",
@@ -324,7 +327,9 @@ func TestMagnumAPIOverHTTPMatchesPythonConductor(t *testing.T) {
 		}
 	}
 	checkOutcomes(t, ours.steps)
-	checkCertificates(t, ours.resp["ca_get"], ours.resp["ca_sign"], csrKey)
+	for _, side := range []*api{ours, py} {
+		checkCertificates(t, side.resp["ca_get"], side.resp["ca_sign"], side.resp["ca_get_after_rotate"], csrKey)
+	}
 	if got := ours.resp["mservices"].raw; !bytes.Contains(got, []byte(`"host": "`+oursCfg.Host+`"`)) {
 		t.Errorf("mservices should list our conductor's host %s: %s", oursCfg.Host, got)
 	}
@@ -344,8 +349,9 @@ func checkOutcomes(t *testing.T, steps []step) {
 		"mservices": 200, "template_create": 201, "template_patch": 200, "template_missing": 404,
 		"quota_create": 201, "cluster_create": 202, "cluster_create_over_quota": 403, "quota_update": 202,
 		"cluster_create_missing_template": 404, "cluster_get": 200, "cluster_missing": 404,
-		"ca_get": 200, "ca_sign": 201, "stats": 200, "template_delete_referenced": 400,
-		"cluster_scale": 202, "nodegroup_create": 202, "nodegroup_duplicate": 409, "nodegroup_patch": 202,
+		"ca_get": 200, "ca_sign": 201, "stats": 200, "ca_rotate": 202, "ca_get_after_rotate": 200,
+		"template_delete_referenced": 400,
+		"cluster_scale":              202, "nodegroup_create": 202, "nodegroup_duplicate": 409, "nodegroup_patch": 202,
 		"cluster_resize": 202, "nodegroup_delete": 204, "cluster_upgrade": 202, "cluster_delete": 204,
 		"template_delete": 204, "quota_delete": 204,
 	} {
@@ -354,7 +360,8 @@ func checkOutcomes(t *testing.T, steps []step) {
 		}
 	}
 	for name, want := range map[string]string{
-		"wait_create_complete": "CREATE_COMPLETE", "wait_scale_complete": "UPDATE_COMPLETE",
+		"wait_create_complete": "CREATE_COMPLETE", "wait_ca_rotated": "UPDATE_COMPLETE",
+		"wait_scale_complete":    "UPDATE_COMPLETE",
 		"wait_nodegroup_created": "CREATE_COMPLETE",
 		"wait_nodegroup_updated": "UPDATE_COMPLETE", "wait_resize_complete": "UPDATE_COMPLETE/1",
 		"wait_nodegroup_deleted": "GONE", "wait_upgrade_complete": "UPDATE_COMPLETE", "wait_deleted": "GONE",
@@ -380,10 +387,11 @@ func checkOutcomes(t *testing.T, steps []step) {
 	}
 }
 
-// checkCertificates: GET /v1/certificates/c1 gives the cluster's CA, and
+// checkCertificates: GET /v1/certificates/c1 gives the cluster's CA,
 // POST /v1/certificates gives the CSR's key a client certificate signed by
-// that CA, for the CSR's subject.
-func checkCertificates(t *testing.T, caResp, signResp response, key *rsa.PrivateKey) {
+// that CA, for the CSR's subject, and after PATCH /v1/certificates/c1 the
+// cluster has a new CA.
+func checkCertificates(t *testing.T, caResp, signResp, rotatedResp response, key *rsa.PrivateKey) {
 	t.Helper()
 	ca := parseCert(t, "ca_get", caResp.str("pem"))
 	if ca == nil {
@@ -404,6 +412,16 @@ func checkCertificates(t *testing.T, caResp, signResp response, key *rsa.Private
 	}
 	if cert.Subject.CommonName != "http-user" {
 		t.Errorf("ca_sign: subject %s, want CN=http-user", cert.Subject)
+	}
+	rotated := parseCert(t, "ca_get_after_rotate", rotatedResp.str("pem"))
+	if rotated == nil {
+		return
+	}
+	if rotated.Equal(ca) || !rotated.IsCA {
+		t.Errorf("ca_get_after_rotate: the CA did not change (serial %s)", rotated.SerialNumber)
+	}
+	if cert.CheckSignatureFrom(rotated) == nil {
+		t.Errorf("ca_get_after_rotate: the new CA verifies the old CA's certificate")
 	}
 }
 
