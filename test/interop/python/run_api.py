@@ -23,14 +23,17 @@ things differ from a production magnum-api, and only these:
   as its os_distro.
 * Policy targets carry the trustee domain, which magnum-api asks Keystone
   for on every check; here it is [trust]/trustee_domain_id, or
-  "magnum-trustees" when that is unset. Quota requests ask Keystone whether
-  the project exists; here every project does.
+  "magnum-trustees" when that is unset (test/bench/python/run_conductor.py
+  sets it, for the API as for the conductor). Quota requests ask Keystone
+  whether the project exists; here every project does.
 * Magnum 15.0.1 ships Heat drivers only. The API asks the driver registry
-  whether a cluster type is supported; ('vm', 'simulated', 'kubernetes') is
-  answered with a driver that does nothing (the API never runs a driver).
+  whether a cluster type is supported; the registry of
+  test/bench/python/run_conductor.py, imported from there, answers every
+  type with its zero-delay driver.
 
 Usage: run_api.py --config-file magnum.conf --port PORT
 """
+import os
 import sys
 
 from werkzeug import serving
@@ -62,8 +65,6 @@ from magnum.api import attr_validator  # noqa: E402
 from magnum.api import utils as api_utils  # noqa: E402
 from magnum.api import validation  # noqa: E402
 from magnum.common import clients  # noqa: E402
-from magnum.common import keystone  # noqa: E402
-from magnum.drivers.common import driver as driver_mod  # noqa: E402
 from magnum.objects import base  # noqa: E402
 
 
@@ -88,69 +89,16 @@ def _get_openstack_resource(manager, resource_ident, resource_type):
 attr_validator.validate_os_resources = _no_os_resources
 clients.OpenStackClients.glance = lambda self: _Glance()
 api_utils.get_openstack_resource = _get_openstack_resource
-keystone.KeystoneClientV3.trustee_domain_id = property(
-    lambda self: CONF.trust.trustee_domain_id or 'magnum-trustees')
 validation._validate_project_id = lambda project_id: None
 
 
-class SimulatedDriver(driver_mod.Driver):
-    """Only for the API's 'is this cluster type supported' check."""
-
-    @property
-    def provides(self):
-        return [{'server_type': 'vm', 'os': 'simulated', 'coe': 'kubernetes'}]
-
-    def update_cluster_status(self, context, cluster, use_admin_ctx=False):
-        raise NotImplementedError()
-
-    def create_cluster(self, context, cluster, cluster_create_timeout):
-        raise NotImplementedError()
-
-    def update_cluster(self, context, cluster, scale_manager=None,
-                       rollback=False):
-        raise NotImplementedError()
-
-    def delete_cluster(self, context, cluster):
-        raise NotImplementedError()
-
-    def resize_cluster(self, context, cluster, resize_manager, node_count,
-                       nodes_to_remove, nodegroup=None):
-        raise NotImplementedError()
-
-    def upgrade_cluster(self, context, cluster, cluster_template,
-                        max_batch_size, nodegroup, scale_manager=None,
-                        rollback=False):
-        raise NotImplementedError()
-
-    def create_federation(self, context, federation):
-        raise NotImplementedError()
-
-    def update_federation(self, context, federation):
-        raise NotImplementedError()
-
-    def delete_federation(self, context, federation):
-        raise NotImplementedError()
-
-    def create_nodegroup(self, context, cluster, nodegroup):
-        raise NotImplementedError()
-
-    def update_nodegroup(self, context, cluster, nodegroup):
-        raise NotImplementedError()
-
-    def delete_nodegroup(self, context, cluster, nodegroup):
-        raise NotImplementedError()
-
-
-_original_get_driver = driver_mod.Driver.get_driver.__func__
-
-
-def _get_driver(cls, server_type, os, coe, *args, **kwargs):
-    if (server_type, os, coe) == ('vm', 'simulated', 'kubernetes'):
-        return SimulatedDriver()
-    return _original_get_driver(cls, server_type, os, coe, *args, **kwargs)
-
-
-driver_mod.Driver.get_driver = classmethod(_get_driver)
+# The cluster drivers, the trustee domain and the trust step, exactly as the
+# Python conductor of the same tests has them (the API only asks the driver
+# registry whether a template's cluster type is supported, and never runs a
+# driver).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'bench', 'python'))
+import run_conductor  # noqa: E402,F401
 
 
 def main():
