@@ -59,7 +59,9 @@ func AppendString(dst []byte, s string) []byte {
 // which is written escaped when it is '"' or '\\'. That is the whole work
 // for the JSON text carried inside oslo's envelope (ASCII, one '"' in
 // about nine bytes). Any other byte to escape hands the rest to the byte
-// by byte path.
+// by byte path. Unlike append, it may leave scratch bytes in dst's spare
+// capacity past the slice it returns (up to a word): dst must not share its
+// array with other live data past its length.
 func AppendStringBody(dst []byte, s string) []byte {
 	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	n := len(dst)
