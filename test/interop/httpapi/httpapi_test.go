@@ -84,12 +84,21 @@ func normalize(v any) any {
 }
 
 // api is a magnum-api client with the headers keystonemiddleware's
-// auth_token would have set for an admin of project p-http.
+// auth_token would have set for an admin of project p-http (or, inside
+// asMember, for a member of project p-other).
 type api struct {
-	t     *testing.T
-	base  string
-	steps []step
-	resp  map[string]response // by step name
+	t      *testing.T
+	base   string
+	steps  []step
+	resp   map[string]response // by step name
+	member bool
+}
+
+// asMember runs f as u-other, a member (not an admin) of project p-other.
+func (a *api) asMember(f func()) {
+	a.member = true
+	defer func() { a.member = false }()
+	f()
 }
 
 // response is one decoded answer.
@@ -123,9 +132,13 @@ func (a *api) do(method, path string, body any) response {
 	if err != nil {
 		a.t.Fatal(err)
 	}
+	user, project, roles := "u-http", "p-http", "admin"
+	if a.member {
+		user, project, roles = "u-other", "p-other", "member,reader"
+	}
 	for k, v := range map[string]string{
-		"X-User-Id": "u-http", "X-Project-Id": "p-http", "X-User-Domain-Id": "default",
-		"X-Roles": "admin", "OpenStack-API-Version": "container-infra latest",
+		"X-User-Id": user, "X-Project-Id": project, "X-User-Domain-Id": "default",
+		"X-Roles": roles, "OpenStack-API-Version": "container-infra latest",
 		"Content-Type": "application/json", "Accept": "application/json",
 	} {
 		req.Header.Set(k, v)
@@ -233,6 +246,16 @@ func scenario(a *api, csrPEM []byte) {
 	a.record("cluster_get", "GET", "/v1/clusters/c1", nil)
 	a.record("cluster_list", "GET", "/v1/clusters", nil)
 	a.record("cluster_missing", "GET", "/v1/clusters/nope", nil)
+	// Another project sees none of p-http's rows: the conductor filters
+	// every query by the caller's project.
+	a.asMember(func() {
+		a.record("other_cluster_get", "GET", "/v1/clusters/c1", nil)
+		a.record("other_cluster_list", "GET", "/v1/clusters", nil)
+		a.record("other_template_list", "GET", "/v1/clustertemplates", nil)
+		a.record("other_nodegroup_list", "GET", "/v1/clusters/c1/nodegroups", nil)
+		a.record("other_cluster_delete", "DELETE", "/v1/clusters/c1", nil)
+		a.record("other_ca_get", "GET", "/v1/certificates/c1", nil)
+	})
 	a.record("nodegroup_list", "GET", "/v1/clusters/c1/nodegroups", nil)
 	a.record("ca_get", "GET", "/v1/certificates/c1", nil)
 	a.record("ca_sign", "POST", "/v1/certificates", map[string]any{"cluster_uuid": "c1", "csr": string(csrPEM)})
@@ -349,6 +372,8 @@ func checkOutcomes(t *testing.T, steps []step) {
 		"mservices": 200, "template_create": 201, "template_patch": 200, "template_missing": 404,
 		"quota_create": 201, "cluster_create": 202, "cluster_create_over_quota": 403, "quota_update": 202,
 		"cluster_create_missing_template": 404, "cluster_get": 200, "cluster_missing": 404,
+		"other_cluster_get": 404, "other_cluster_list": 200, "other_template_list": 200,
+		"other_nodegroup_list": 404, "other_cluster_delete": 404, "other_ca_get": 404,
 		"ca_get": 200, "ca_sign": 201, "stats": 200, "ca_rotate": 202, "ca_get_after_rotate": 200,
 		"template_delete_referenced": 400,
 		"cluster_scale":              202, "nodegroup_create": 202, "nodegroup_duplicate": 409, "nodegroup_patch": 202,
@@ -366,8 +391,9 @@ func checkOutcomes(t *testing.T, steps []step) {
 		"wait_nodegroup_updated": "UPDATE_COMPLETE", "wait_resize_complete": "UPDATE_COMPLETE/1",
 		"wait_nodegroup_deleted": "GONE", "wait_upgrade_complete": "UPDATE_COMPLETE", "wait_deleted": "GONE",
 		"stats": `{"clusters":1,"nodes":3}`, "stats_after": `{"clusters":1,"nodes":4}`,
-		"cluster_list_empty": `{"clusters":[]}`,
-		"mservices":          `{"mservices":[{"binary":"magnum-conductor","disabled":false,"disabled_reason":null,"state":"up"}]}`,
+		"cluster_list_empty": `{"clusters":[]}`, "other_cluster_list": `{"clusters":[]}`,
+		"other_template_list": `{"clustertemplates":[]}`,
+		"mservices":           `{"mservices":[{"binary":"magnum-conductor","disabled":false,"disabled_reason":null,"state":"up"}]}`,
 	} {
 		if by[name].Body != want {
 			t.Errorf("%s = %s, want %s", name, by[name].Body, want)
@@ -376,6 +402,8 @@ func checkOutcomes(t *testing.T, steps []step) {
 	for name, want := range map[string]string{
 		"template_missing":                "ClusterTemplate nope could not be found.",
 		"cluster_missing":                 "Cluster nope could not be found.",
+		"other_cluster_get":               "Cluster c1 could not be found.",
+		"other_cluster_delete":            "Cluster c1 could not be found.",
 		"cluster_create_missing_template": "ClusterTemplate nope could not be found.",
 		"cluster_create_over_quota":       "You have reached the maximum clusters per project, 1.",
 		"template_delete_referenced":      "ClusterTemplate <uuid> is referenced by one or multiple clusters.",
