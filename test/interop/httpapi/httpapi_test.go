@@ -246,6 +246,10 @@ func scenario(a *api, csrPEM []byte) {
 	a.record("cluster_get", "GET", "/v1/clusters/c1", nil)
 	a.record("cluster_list", "GET", "/v1/clusters", nil)
 	a.record("cluster_missing", "GET", "/v1/clusters/nope", nil)
+	// The bay and baymodel view of the same rows (15.0.1 still serves it).
+	a.record("bay_list", "GET", "/v1/bays", nil)
+	a.record("bay_get", "GET", "/v1/bays/c1", nil)
+	a.record("baymodel_get", "GET", "/v1/baymodels/t1", nil)
 	// Another project sees none of p-http's rows: the conductor filters
 	// every query by the caller's project.
 	a.asMember(func() {
@@ -256,7 +260,6 @@ func scenario(a *api, csrPEM []byte) {
 		a.record("other_cluster_delete", "DELETE", "/v1/clusters/c1", nil)
 		a.record("other_ca_get", "GET", "/v1/certificates/c1", nil)
 	})
-	a.record("nodegroup_list", "GET", "/v1/clusters/c1/nodegroups", nil)
 	a.record("ca_get", "GET", "/v1/certificates/c1", nil)
 	a.record("ca_sign", "POST", "/v1/certificates", map[string]any{"cluster_uuid": "c1", "csr": string(csrPEM)})
 	a.record("stats", "GET", "/v1/stats", nil)
@@ -268,6 +271,10 @@ func scenario(a *api, csrPEM []byte) {
 	a.record("cluster_scale", "PATCH", "/v1/clusters/c1",
 		[]map[string]any{{"op": "replace", "path": "/node_count", "value": 3}})
 	a.wait("wait_scale_complete", "/v1/clusters/c1", status, "UPDATE_COMPLETE")
+	// Listed only now: before the first status sync of an operation, the
+	// default nodegroups' status depends on whether a sync caught the
+	// cluster inside its create (on both conductors).
+	a.record("nodegroup_list", "GET", "/v1/clusters/c1/nodegroups", nil)
 	a.record("worker_after_scale", "GET", "/v1/clusters/c1/nodegroups/default-worker", nil)
 
 	a.record("nodegroup_create", "POST", "/v1/clusters/c1/nodegroups",
@@ -372,6 +379,7 @@ func checkOutcomes(t *testing.T, steps []step) {
 		"mservices": 200, "template_create": 201, "template_patch": 200, "template_missing": 404,
 		"quota_create": 201, "cluster_create": 202, "cluster_create_over_quota": 403, "quota_update": 202,
 		"cluster_create_missing_template": 404, "cluster_get": 200, "cluster_missing": 404,
+		"bay_list": 200, "bay_get": 200, "baymodel_get": 200,
 		"other_cluster_get": 404, "other_cluster_list": 200, "other_template_list": 200,
 		"other_nodegroup_list": 404, "other_cluster_delete": 404, "other_ca_get": 404,
 		"ca_get": 200, "ca_sign": 201, "stats": 200, "ca_rotate": 202, "ca_get_after_rotate": 200,
