@@ -2,23 +2,17 @@ package periodic_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/test/testpki"
 )
 
 // testPKI is a cluster CA with a server certificate for 127.0.0.1 and the
@@ -31,37 +25,9 @@ type testPKI struct {
 
 func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	leaf := func(cn string, org []string, usage x509.ExtKeyUsage, ips []net.IP) ([]byte, []byte) {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()),
-			Subject:   pkix.Name{CommonName: cn, Organization: org},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, _ := x509.MarshalECPrivateKey(k)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	}
-	p := &testPKI{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), caPool: x509.NewCertPool()}
-	p.caPool.AddCert(ca)
-	p.certPEM, p.keyPEM = leaf("admin", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, nil)
-	sc, sk := leaf("kube-apiserver", nil, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
-	p.server, err = tls.X509KeyPair(sc, sk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testpki.New(t)
+	p := &testPKI{caPEM: ca.PEM(t), caPool: ca.Pool(), server: ca.Server(t, "127.0.0.1").TLS(t)}
+	p.certPEM, p.keyPEM = ca.Client(t, "admin", "system:masters").PEM(t)
 	return p
 }
 

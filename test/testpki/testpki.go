@@ -1,6 +1,6 @@
 // Package testpki writes a throw-away certificate authority and
 // certificates signed by it, for tests of TLS connections (the database,
-// the broker).
+// the broker, the clusters' Kubernetes API).
 package testpki
 
 import (
@@ -12,6 +12,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,17 +54,34 @@ func New(t testing.TB) *CA {
 	return ca
 }
 
-// Server issues a server certificate for the DNS names given (and no IP
-// address).
+// Server issues a server certificate for the names given: IP addresses
+// as IP SANs, the others as DNS names. The first name is also the CN.
 func (ca *CA) Server(t testing.TB, names ...string) Pair {
 	t.Helper()
-	return ca.issue(t, names[0], names, x509.ExtKeyUsageServerAuth)
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: names[0]},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	return ca.issue(t, tmpl)
 }
 
-// Client issues a client certificate for cn.
-func (ca *CA) Client(t testing.TB, cn string) Pair {
+// Client issues a client certificate for cn in the organizations given
+// (Kubernetes reads them as groups: "system:masters").
+func (ca *CA) Client(t testing.TB, cn string, orgs ...string) Pair {
 	t.Helper()
-	return ca.issue(t, cn, nil, x509.ExtKeyUsageClientAuth)
+	return ca.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: cn, Organization: orgs},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// PEM is the CA's certificate, PEM-encoded.
+func (ca *CA) PEM(t testing.TB) []byte {
+	t.Helper()
+	return read(t, ca.File)
 }
 
 // Pool is a pool holding the CA's certificate.
@@ -71,6 +89,12 @@ func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.cert)
 	return p
+}
+
+// PEM returns the certificate and the key, PEM-encoded.
+func (p Pair) PEM(t testing.TB) (cert, key []byte) {
+	t.Helper()
+	return read(t, p.CertFile), read(t, p.KeyFile)
 }
 
 // TLS loads p as a tls.Certificate.
@@ -83,13 +107,14 @@ func (p Pair) TLS(t testing.TB) tls.Certificate {
 	return c
 }
 
-func (ca *CA) issue(t testing.TB, cn string, names []string, usage x509.ExtKeyUsage) Pair {
+// issue signs tmpl (subject, names and extended usage) with the CA.
+func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) Pair {
 	t.Helper()
 	ca.n++
 	key := newKey(t)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.n), Subject: pkix.Name{CommonName: cn}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	tmpl.SerialNumber = big.NewInt(ca.n)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +137,15 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 		t.Fatal(err)
 	}
 	return key
+}
+
+func read(t testing.TB, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func write(t testing.TB, file, typ string, der []byte) {
