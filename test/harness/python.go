@@ -48,7 +48,7 @@ func StartPythonConductor(t testing.TB, bins *Binaries, dir string) string {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("the Python conductor did not answer ping within 90 s\n%s", Tail(log.String(), 4000))
+	t.Fatalf("the Python conductor did not answer ping within 90 s\n%s", tail(log.String(), 4000))
 	return ""
 }
 
@@ -56,8 +56,8 @@ func StartPythonConductor(t testing.TB, bins *Binaries, dir string) string {
 // test/interop/python/run_api.py, which says what differs without Keystone
 // and the other OpenStack services) in front of the conductor that serves
 // conf's topic, and waits until it answers. It returns the API's base URL
-// (http://127.0.0.1:PORT) and the log of the process.
-func StartPythonAPI(t testing.TB, conf string) (string, *SyncBuffer) {
+// (http://127.0.0.1:PORT); the process's log is shown if the test fails.
+func StartPythonAPI(t testing.TB, conf string) string {
 	t.Helper()
 	addr := FreePort(t)
 	_, port, _ := strings.Cut(addr, ":")
@@ -73,13 +73,13 @@ func StartPythonAPI(t testing.TB, conf string) (string, *SyncBuffer) {
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base, log
+				return base
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("magnum-api did not answer GET / within 60 s\n%s", Tail(log.String(), 4000))
-	return "", nil
+	t.Fatalf("magnum-api did not answer GET / within 60 s\n%s", tail(log.String(), 4000))
+	return ""
 }
 
 // startGroup starts cmd in its own process group, logging into a buffer,
@@ -96,14 +96,14 @@ func startGroup(t testing.TB, cmd *exec.Cmd, what string) *SyncBuffer {
 	t.Cleanup(func() {
 		KillGroup(cmd)
 		if t.Failed() {
-			t.Logf("%s log (tail):\n%s", what, Tail(log.String(), 6000))
+			t.Logf("%s log (tail):\n%s", what, tail(log.String(), 6000))
 		}
 	})
 	return log
 }
 
-// Tail is the last n bytes of s.
-func Tail(s string, n int) string {
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
 	}

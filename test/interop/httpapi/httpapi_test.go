@@ -327,8 +327,8 @@ func TestMagnumAPIOverHTTPMatchesPythonConductor(t *testing.T) {
 	conductor := harness.Start(t, bins, oursConf)
 	pyConf := harness.StartPythonConductor(t, bins, t.TempDir())
 
-	oursURL, _ := harness.StartPythonAPI(t, oursConf)
-	pyURL, _ := harness.StartPythonAPI(t, pyConf)
+	oursURL := harness.StartPythonAPI(t, oursConf)
+	pyURL := harness.StartPythonAPI(t, pyConf)
 
 	ours := &api{base: oursURL}
 	py := &api{base: pyURL}
