@@ -85,8 +85,15 @@ func k8sHandler(healthzCode int, healthz string, nodesCode int, nodes string) ht
 }
 
 // slowHandler answers only when the client gives up.
+// slowHandler never answers. When the client gives up it aborts the response
+// rather than returning: a handler that returns sends an empty 200, and the
+// client's transport may still read that answer in the instant it closes the
+// connection, which made the "slow" case pass as a healthy-but-empty server.
 func slowHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		panic(http.ErrAbortHandler)
+	})
 }
 
 // blackHole accepts TCP connections and never answers or closes them.
