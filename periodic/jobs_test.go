@@ -357,7 +357,9 @@ func TestHealthUsesTheKubernetesMonitorForDriversWithoutOne(t *testing.T) {
 		ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"}
 	shard, _ := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, clock, testLog(t), nil)
 	mons := periodic.NewKubernetesMonitors(&credentials{pki: pki},
-		periodic.KubernetesMonitorOptions{ConnectTimeout: 200 * time.Millisecond, RequestTimeout: 500 * time.Millisecond})
+		// The black hole costs one ConnectTimeout (the TLS handshake never
+		// ends); the live server gets a margin for a loaded machine.
+		periodic.KubernetesMonitorOptions{ConnectTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second})
 	job, err := periodic.NewSyncClusterHealth(periodic.HealthOptions{Interval: time.Minute},
 		periodic.HealthDeps{Deps: periodic.Deps{Store: store, Drivers: reg, Sharder: shard, Log: testLog(t)}, Monitors: mons})
 	if err != nil {
