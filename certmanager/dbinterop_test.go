@@ -22,7 +22,6 @@ import (
 	"github.com/openstack/magnum-conductor/certmanager/pki"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 // TestMixedFleetOnX509KeyPair runs the Go Manager and Python Magnum's own
@@ -35,23 +34,7 @@ func TestMixedFleetOnX509KeyPair(t *testing.T) {
 	}
 	_, url := dbtest.MySQL(t)
 	ctx := context.Background()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mig, err := migrations.New(raw.SQLDB(), raw.Dialect(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mig.Upgrade(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_ = raw.Close()
-	store, err := db.Open(ctx, db.Options{Connection: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Migrated(t, url, db.Options{}, nil)
 
 	tmp := t.TempDir()
 	pyCache := filepath.Join(tmp, "py-cache")

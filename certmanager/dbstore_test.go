@@ -20,7 +20,6 @@ import (
 	"github.com/openstack/magnum-conductor/certmanager/pki"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 // The real db.Store satisfies the backend's interface.
@@ -38,25 +37,7 @@ func openStore(t *testing.T, dialect string) *db.Store {
 	} else {
 		url = dbtest.SQLite(t)
 	}
-	ctx := context.Background()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mig, err := migrations.New(raw.SQLDB(), raw.Dialect(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mig.Upgrade(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_ = raw.Close()
-	s, err := db.Open(ctx, db.Options{Connection: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return dbtest.Migrated(t, url, db.Options{}, nil)
 }
 
 // TestX509KeyPairBackendOnRealDatabase runs the x509keypair backend against

@@ -7,25 +7,21 @@ package conductor
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
-
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/db/dbtest"
 	"github.com/openstack/magnum-conductor/drivers"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 const (
@@ -33,50 +29,11 @@ const (
 	testUser    = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 )
 
-func mysqlAddr() string {
-	if a := os.Getenv("MAGNUM_TEST_MYSQL"); a != "" {
-		return a
-	}
-	return "127.0.0.1:3306"
-}
-
-// newTestStore creates magnum_test_<random>, migrates it to the head and
-// drops it when the test ends.
+// newTestStore is a store on a fresh MariaDB database of the test's own at
+// the schema head, dropped when the test ends.
 func newTestStore(t *testing.T) *db.Store {
 	t.Helper()
-	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "magnum_test_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("mysql", "root@tcp("+mysqlAddr()+")/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Close() })
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8"); err != nil {
-		t.Fatalf("MariaDB at %s: %v", mysqlAddr(), err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-	})
-	s, err := db.Open(ctx, db.Options{
-		Connection: "mysql+pymysql://root@" + mysqlAddr() + "/" + name + "?charset=utf8",
-		MaxRetries: 1, RetryInterval: time.Second, SkipSchemaCheck: true,
-	}, discardLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	m, err := migrations.New(s.SQLDB(), migrations.MySQL, "", discardLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, migrations.Head); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return dbtest.MySQLStore(t, db.Options{MaxRetries: 1, RetryInterval: time.Second}, discardLog())
 }
 
 // note is one recorded notification.

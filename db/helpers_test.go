@@ -11,7 +11,6 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 // newStore returns a Store on a fresh database of dialect, upgraded to head.
@@ -23,25 +22,7 @@ func newStore(t *testing.T, dialect string) *db.Store {
 	} else {
 		url = dbtest.SQLite(t)
 	}
-	ctx := context.Background()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true, MaxRetries: 0}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrations.New(raw.SQLDB(), raw.Dialect(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_ = raw.Close()
-	s, err := db.Open(ctx, db.Options{Connection: url, MaxRetries: 0}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return dbtest.Migrated(t, url, db.Options{MaxRetries: 0}, nil)
 }
 
 // eachDialect runs f against a fresh MariaDB store and a fresh SQLite store.

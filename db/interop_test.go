@@ -12,7 +12,6 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 // pyDBAPI drives Magnum 15.0.1's own dbapi (magnum.db.sqlalchemy.api) on
@@ -59,15 +58,7 @@ func TestInteropWithPythonDBAPI(t *testing.T) {
 	}
 	_, url := dbtest.MySQL(t)
 	ctx := adminCtx()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true}, nil)
-	must(t, err)
-	m, err := migrations.New(raw.SQLDB(), "mysql", "", nil)
-	must(t, err)
-	must(t, m.Upgrade(ctx, ""))
-	_ = raw.Close()
-	s, err := db.Open(ctx, db.Options{Connection: url}, nil)
-	must(t, err)
-	defer s.Close()
+	s := dbtest.Migrated(t, url, db.Options{}, nil)
 
 	conf := filepath.Join(t.TempDir(), "magnum.conf")
 	must(t, os.WriteFile(conf, []byte("[database]\nconnection = "+url+"\n"), 0o600))

@@ -13,28 +13,14 @@ import (
 	"github.com/openstack/magnum-conductor/db/dbtest"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/simulated"
-	"github.com/openstack/magnum-conductor/migrations"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
 // openDB returns a store on a fresh MariaDB database at the schema head.
 func openDB(t testing.TB) (*db.Store, string) {
 	t.Helper()
-	ctx := context.Background()
 	_, url := dbtest.MySQL(t)
-	s, err := db.Open(ctx, db.Options{Connection: url, MaxPoolSize: 20, MaxOverflow: 50, SkipSchemaCheck: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrations.New(s.SQLDB(), migrations.MySQL, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, "head"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s, url
+	return dbtest.Migrated(t, url, db.Options{MaxPoolSize: 20, MaxOverflow: 50}, nil), url
 }
 
 // openMore opens another connection pool on the same database, as another

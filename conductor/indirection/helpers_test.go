@@ -13,7 +13,6 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 // vectorsDir holds the recorded frames (a copy of the shared reference
@@ -23,25 +22,7 @@ const vectorsDir = "../../api/oslo/testdata/vectors"
 // newHandler returns a Handler on a fresh MariaDB database at head.
 func newHandler(t *testing.T) (*Handler, *db.Store) {
 	t.Helper()
-	_, url := dbtest.MySQL(t)
-	ctx := context.Background()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrations.New(raw.SQLDB(), raw.Dialect(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_ = raw.Close()
-	s, err := db.Open(ctx, db.Options{Connection: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := dbtest.MySQLStore(t, db.Options{}, nil)
 	return New(s, slog.New(slog.DiscardHandler)), s
 }
 

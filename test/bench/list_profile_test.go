@@ -16,7 +16,6 @@ import (
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 // BenchmarkClusterList profiles our Cluster.list path in process (store,
@@ -109,25 +108,8 @@ func processCPU(b *testing.B) time.Duration {
 // seededStore is a migrated MariaDB database with the benchmark's seed of n
 // clusters.
 func seededStore(b *testing.B, n int) *db.Store {
-	_, url := dbtest.MySQL(b)
 	ctx := context.Background()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := migrations.New(raw.SQLDB(), raw.Dialect(), "", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, ""); err != nil {
-		b.Fatal(err)
-	}
-	_ = raw.Close()
-	s, err := db.Open(ctx, db.Options{Connection: url}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := dbtest.MySQLStore(b, db.Options{}, nil)
 	seed := newSeed(n)
 	if err := s.CreateClusterTemplate(ctx, seed.template); err != nil {
 		b.Fatal(err)

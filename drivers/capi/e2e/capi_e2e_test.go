@@ -48,7 +48,6 @@ import (
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone/keystonetest"
 	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
-	"github.com/openstack/magnum-conductor/migrations"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
@@ -161,21 +160,7 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 
 func openStore(t *testing.T, log *slog.Logger) *db.Store {
 	t.Helper()
-	ctx := context.Background()
-	_, url := dbtest.MySQL(t)
-	s, err := db.Open(ctx, db.Options{Connection: url, MaxRetries: 1, RetryInterval: time.Second, SkipSchemaCheck: true}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	m, err := migrations.New(s.SQLDB(), migrations.MySQL, "", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, migrations.Head); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return dbtest.MySQLStore(t, db.Options{MaxRetries: 1, RetryInterval: time.Second}, log)
 }
 
 // rpc starts the real oslo RPC server with the conductor's endpoints on a

@@ -25,33 +25,13 @@ import (
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
-	"github.com/openstack/magnum-conductor/migrations"
 )
 
 const brokerURL = "rabbit://guest:guest@127.0.0.1:5672/"
 
 func openStore(t *testing.T) *db.Store {
 	t.Helper()
-	_, url := dbtest.MySQL(t)
-	ctx := context.Background()
-	raw, err := db.Open(ctx, db.Options{Connection: url, SkipSchemaCheck: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrations.New(raw.SQLDB(), raw.Dialect(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Upgrade(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_ = raw.Close()
-	s, err := db.Open(ctx, db.Options{Connection: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return dbtest.MySQLStore(t, db.Options{}, nil)
 }
 
 type step struct {
