@@ -196,14 +196,8 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 		log.Error("cluster_update refused", "error", err)
 		return nil, err
 	}
-	d, _, err := h.driverFor(ctx, c)
+	d, sm, err := h.driverAndScaleManager(ctx, log, c)
 	if err != nil {
-		log.Error("cannot load the cluster's driver", "error", err)
-		return nil, err
-	}
-	sm, err := scaleManager(ctx, d, c)
-	if err != nil {
-		log.Error("cannot get the scale manager", "error", err)
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
@@ -331,14 +325,8 @@ func (h *Handlers) ClusterResize(ctx context.Context, c *objects.Cluster, nodeCo
 	if ng.ClusterID == "" {
 		ng.ClusterID = uuid
 	}
-	d, _, err := h.driverFor(ctx, c)
+	d, sm, err := h.driverAndScaleManager(ctx, log, c)
 	if err != nil {
-		log.Error("cannot load the cluster's driver", "error", err)
-		return nil, err
-	}
-	sm, err := scaleManager(ctx, d, c)
-	if err != nil {
-		log.Error("cannot get the scale manager", "error", err)
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
@@ -421,14 +409,8 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	if ng.ClusterID == "" {
 		ng.ClusterID = uuid
 	}
-	d, _, err := h.driverFor(ctx, c)
+	d, sm, err := h.driverAndScaleManager(ctx, log, c)
 	if err != nil {
-		log.Error("cannot load the cluster's driver", "error", err)
-		return nil, err
-	}
-	sm, err := scaleManager(ctx, d, c)
-	if err != nil {
-		log.Error("cannot get the scale manager", "error", err)
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason

@@ -270,6 +270,22 @@ func (h *Handlers) driverFor(ctx context.Context, c *objects.Cluster) (drivers.D
 	return d, ct, nil
 }
 
+// driverAndScaleManager loads c's driver and asks it for its scale manager,
+// logging what fails, as the update, resize and upgrade handlers start.
+func (h *Handlers) driverAndScaleManager(ctx context.Context, log *slog.Logger, c *objects.Cluster) (drivers.Driver, drivers.ScaleManager, error) {
+	d, _, err := h.driverFor(ctx, c)
+	if err != nil {
+		log.Error("cannot load the cluster's driver", "error", err)
+		return nil, nil, err
+	}
+	sm, err := scaleManager(ctx, d, c)
+	if err != nil {
+		log.Error("cannot get the scale manager", "error", err)
+		return nil, nil, err
+	}
+	return d, sm, nil
+}
+
 // scaleManager asks the driver for a scale manager
 // (scale_manager.get_scale_manager); nil when the driver has none.
 func scaleManager(ctx context.Context, d drivers.Driver, c *objects.Cluster) (drivers.ScaleManager, error) {
