@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
-	"strings"
-	"unicode/utf16"
+
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 // Magnum's JSONEncodedDict / JSONEncodedList columns are TEXT holding
@@ -208,143 +207,13 @@ func pyStr(v any) string {
 	}
 }
 
-// pyJSON encodes v as Python's json.dumps does by default. Map keys are
-// sorted (Go maps have no insertion order).
+// pyJSON encodes v as Python's json.dumps does by default (pyjson.Append:
+// sorted keys, as Go maps have no insertion order). A value JSON cannot
+// hold is written as the string of its str().
 func pyJSON(v any) string {
-	var b strings.Builder
-	writePyJSON(&b, v)
-	return b.String()
-}
-
-func writePyJSON(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case string:
-		writePyString(b, x)
-	case bool:
-		if x {
-			b.WriteString("true")
-		} else {
-			b.WriteString("false")
-		}
-	case int:
-		b.WriteString(strconv.Itoa(x))
-	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
-			b.WriteString(strconv.FormatInt(int64(x), 10))
-			b.WriteString(".0")
-		} else {
-			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
-		}
-	case json.Number:
-		b.WriteString(x.String())
-	case map[string]string:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyString(b, k)
-			b.WriteString(": ")
-			writePyString(b, x[k])
-		}
-		b.WriteByte('}')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyString(b, k)
-			b.WriteString(": ")
-			writePyJSON(b, x[k])
-		}
-		b.WriteByte('}')
-	case []string:
-		b.WriteByte('[')
-		for i, s := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyString(b, s)
-		}
-		b.WriteByte(']')
-	case []map[string]any:
-		b.WriteByte('[')
-		for i, m := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyJSON(b, m)
-		}
-		b.WriteByte(']')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyJSON(b, e)
-		}
-		b.WriteByte(']')
-	default:
-		// Other JSON-compatible values: go through encoding/json first.
-		raw, err := json.Marshal(x)
-		if err != nil {
-			writePyString(b, fmt.Sprint(x))
-			return
-		}
-		var generic any
-		if json.Unmarshal(raw, &generic) != nil {
-			writePyString(b, string(raw))
-			return
-		}
-		writePyJSON(b, generic)
+	b, err := pyjson.Append(nil, v)
+	if err != nil {
+		return string(pyjson.AppendString(nil, fmt.Sprint(v)))
 	}
-}
-
-func writePyString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			switch {
-			case r < 0x20 || (r > 0x7e && r < 0x10000):
-				fmt.Fprintf(b, `\u%04x`, r)
-			case r >= 0x10000:
-				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
-			default:
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
+	return string(b)
 }
