@@ -9,7 +9,7 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # own module: k8s.io/kubernetes stays out of the product's go.mod.
 KUBEAPISERVER := test/kubeapiserver
 
-.PHONY: help build run test unit bench lint services sample clean
+.PHONY: help build run test race unit bench lint services sample clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -29,6 +29,14 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
 	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
+
+# The packages whose tests run the conductor's code in process (the end-to-end
+# and interop tests start the built binaries, which the race detector does not
+# see into).
+RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/...
+
+race: ## the in-process tests again under the race detector (CI runs it after `make test`)
+	$(GO) test -race $(GOTESTFLAGS) $(RACEPKGS)
 
 unit: ## only the tests that need no service
 	$(GO) test -short -count=1 $(PKGS)
