@@ -36,6 +36,17 @@ func TestParseURL(t *testing.T) {
 		{url: "sqlite:////var/lib/magnum/magnum.sqlite", dialect: "sqlite", database: "/var/lib/magnum/magnum.sqlite"},
 		{url: "sqlite://", dialect: "sqlite", memory: true},
 		{url: "sqlite:///:memory:", dialect: "sqlite", memory: true},
+		// Passwords SQLAlchemy takes as they are and net/url refuses:
+		// a space and ^ { } | " < > \ `, and a % that starts no escape
+		// (urllib.parse.unquote keeps it).
+		{url: "mysql+pymysql://magnum:Sup3r^Secret{pw} |\"<>\\`@db:3306/magnum", dialect: "mysql", database: "magnum",
+			net: "tcp", addr: "db:3306", user: "magnum", pass: "Sup3r^Secret{pw} |\"<>\\`"},
+		{url: "mysql+pymysql://magnum:100%zz%4@db/magnum", dialect: "mysql", database: "magnum", net: "tcp",
+			addr: "db:3306", user: "magnum", pass: "100%zz%4"},
+		{url: "mysql+pymysql://magnum:a:b/c?d@db/magnum", dialect: "mysql", database: "magnum", net: "tcp",
+			addr: "db:3306", user: "magnum", pass: "a:b/c?d"},
+		{url: "mysql+pymysql://magnum:p@db:port/magnum", wantErr: true},
+		{url: "mysql+pymysql://magnum:p@db\x7f/magnum", wantErr: true},
 		{url: "postgresql://u:p@h/db", wantErr: true},
 		{url: "not a url", wantErr: true},
 	} {

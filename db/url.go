@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/openstack/magnum-conductor/pyurl"
 	"github.com/openstack/magnum-conductor/tlschain"
 )
 
@@ -61,17 +62,50 @@ func ParseURL(raw string) (*URL, error) {
 }
 
 func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
+	bare, user, _, hasUser := splitUserinfo(raw)
+	if !hasUser {
+		return bare
 	}
-	return u.Redacted()
+	scheme, rest, _ := strings.Cut(bare, "://")
+	return scheme + "://" + user + ":xxxxx@" + rest
+}
+
+// splitUserinfo takes the user and password out of a connection URL as
+// SQLAlchemy's make_url reads them: after "scheme://", a user without ':'
+// or '/', then optionally ':' and a password up to the first '@'. Both are
+// percent-decoded as Python's urllib.parse.unquote does, which leaves an
+// invalid escape as it is. bare is the URL without them, so that what
+// net/url says of the rest (it rejects characters SQLAlchemy accepts in a
+// password, and quotes what it rejects) never holds the password.
+func splitUserinfo(raw string) (bare, user, pass string, hasUser bool) {
+	bare, user, pass, hasUser, _ = splitUserinfoPass(raw)
+	return bare, user, pass, hasUser
+}
+
+// splitUserinfoPass is splitUserinfo, also telling whether a password
+// (even an empty one) was written.
+func splitUserinfoPass(raw string) (bare, user, pass string, hasUser, hasPass bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw, "", "", false, false
+	}
+	at := strings.IndexByte(rest, '@')
+	if at < 0 {
+		return raw, "", "", false, false
+	}
+	cred := rest[:at]
+	u, p, hasPass := strings.Cut(cred, ":")
+	if strings.ContainsRune(u, '/') {
+		return raw, "", "", false, false // the '@' is in the path or the query
+	}
+	return scheme + "://" + rest[at+1:], pyurl.Unquote(u), pyurl.Unquote(p), true, hasPass
 }
 
 func parseMySQL(raw string) (*URL, error) {
-	u, err := url.Parse(raw)
+	bare, user, pass, hasUser, hasPass := splitUserinfoPass(raw)
+	u, err := url.Parse(bare) // no password in it, nor in its errors
 	if err != nil {
-		return nil, fmt.Errorf("db: parse connection URL %s: %w", redact(raw), err)
+		return nil, fmt.Errorf("db: parse connection URL: %w", err)
 	}
 	cfg := mysql.NewConfig()
 	cfg.ParseTime = true
@@ -80,9 +114,12 @@ func parseMySQL(raw string) (*URL, error) {
 	// writes identical values still reports success.
 	cfg.ClientFoundRows = true
 	cfg.Params = map[string]string{}
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
+	if hasUser {
+		cfg.User, cfg.Passwd = user, pass
+		u.User = url.User(user) // for Redacted below
+		if hasPass {
+			u.User = url.UserPassword(user, pass)
+		}
 	}
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
 	q := u.Query()

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/openstack/magnum-conductor/pyurl"
 )
 
 // TransportHost is one broker of a transport URL.
@@ -60,11 +62,7 @@ func ParseTransportURL(raw string) (*TransportURL, error) {
 		path, query = path[:i], path[i+1:]
 	}
 	if strings.HasPrefix(path, "/") {
-		vh, err := url.PathUnescape(path[1:])
-		if err != nil {
-			return nil, fmt.Errorf("invalid transport URL %s: virtual host: %w", redactURL(raw), err)
-		}
-		u.VirtualHost = vh
+		u.VirtualHost = pyurl.Unquote(path[1:])
 	}
 	if query != "" {
 		q, err := url.ParseQuery(query)
@@ -85,14 +83,11 @@ func ParseTransportURL(raw string) (*TransportURL, error) {
 			cred := part[:i]
 			hostport = part[i+1:]
 			user, pass, hasPass := strings.Cut(cred, ":")
-			var err error
-			if h.Username, err = url.PathUnescape(user); err != nil {
-				return nil, fmt.Errorf("invalid transport URL %s: username: %w", redactURL(raw), err)
-			}
+			// oslo's TransportURL.parse: urllib.parse.unquote, which
+			// keeps a malformed escape instead of failing.
+			h.Username = pyurl.Unquote(user)
 			if hasPass {
-				if h.Password, err = url.PathUnescape(pass); err != nil {
-					return nil, fmt.Errorf("invalid transport URL %s: password: %w", redactURL(raw), err)
-				}
+				h.Password = pyurl.Unquote(pass)
 			}
 		}
 		port := ""
