@@ -91,13 +91,48 @@ func sanitizedContext(rc *request.Context) map[string]any {
 			m[k] = nil
 		}
 	}
-	for k := range m {
-		if strings.Contains(strings.ToLower(k), "secret") || strings.Contains(strings.ToLower(k), "token") ||
-			strings.Contains(strings.ToLower(k), "password") {
+	for k, v := range m {
+		if secretKey(k) {
 			m[k] = nil
+		} else {
+			m[k] = withoutSecrets(v)
 		}
 	}
 	return m
+}
+
+// secretKey reports whether a context key names a secret: a token, a
+// password, a secret, or a signing key (osprofiler's trace_info carries
+// its hmac_key).
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "secret") || strings.Contains(k, "token") || strings.Contains(k, "password") ||
+		strings.Contains(k, "hmac") || strings.HasSuffix(k, "_key")
+}
+
+// withoutSecrets is v with the values of secret keys nulled at any depth
+// (the request context keeps the keys it does not model as their JSON
+// values: maps and lists). v itself is not changed.
+func withoutSecrets(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if secretKey(k) {
+				out[k] = nil
+			} else {
+				out[k] = withoutSecrets(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutSecrets(e)
+		}
+		return out
+	}
+	return v
 }
 
 // encodeNotification builds the inner notification message.

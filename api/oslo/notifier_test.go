@@ -121,3 +121,32 @@ func TestLiveNotifierRoutesAndDeclaresQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationContextHasNoSecretsAtAnyDepth: the context keys the
+// conductor does not model are passed through, but a secret inside one
+// (osprofiler's trace_info carries its hmac_key) is nulled like the
+// top-level ones, in the notification and in the "log" driver's line.
+func TestNotificationContextHasNoSecretsAtAnyDepth(t *testing.T) {
+	rc := request.FromWire(map[string]any{
+		"auth_token": "tok-SECRET1",
+		"trace_info": map[string]any{"base_id": "b-1", "parent_id": "p-1", "hmac_key": "SECRET2"},
+		"extra":      []any{map[string]any{"api_key": "SECRET3", "name": "kept"}, "plain"},
+		"request_id": "req-1",
+	})
+	got := sanitizedContext(rc)
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "SECRET") {
+		t.Fatalf("a secret is in the notification's context: %s", b)
+	}
+	for _, kept := range []string{`"base_id":"b-1"`, `"parent_id":"p-1"`, `"name":"kept"`, `"plain"`, `"request_id":"req-1"`} {
+		if !strings.Contains(string(b), kept) {
+			t.Errorf("%s missing from %s", kept, b)
+		}
+	}
+	if ti := rc.Raw["trace_info"].(map[string]any); ti["hmac_key"] != "SECRET2" {
+		t.Fatalf("the request's own context was changed: %v", ti)
+	}
+}
