@@ -13,6 +13,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/db"
 )
 
 func intp(i int) *int { return &i }
@@ -627,5 +628,47 @@ func TestNotificationFailureDoesNotFailTheOperation(t *testing.T) {
 	e.wantStatus(*c.UUID, objects.DeleteInProgress, "")
 	if fn.calls != 1 {
 		t.Errorf("notifier called %d times", fn.calls)
+	}
+}
+
+// reloadFailingStore loses every conditional status update, then cannot
+// read the row back: the database went away between the two.
+type reloadFailingStore struct {
+	*db.Store
+	err error
+}
+
+func (s reloadFailingStore) SaveClusterIfStatus(context.Context, *objects.Cluster, []string) error {
+	return db.ErrStatusChanged
+}
+func (s reloadFailingStore) SaveNodeGroupIfStatus(context.Context, *objects.NodeGroup, []string) error {
+	return db.ErrStatusChanged
+}
+func (s reloadFailingStore) GetClusterByUUID(context.Context, string) (*objects.Cluster, error) {
+	return nil, s.err
+}
+func (s reloadFailingStore) GetNodeGroupByUUID(context.Context, string, string) (*objects.NodeGroup, error) {
+	return nil, s.err
+}
+
+// TestClaimReportsAFailedReload: a claim that lost its race and then
+// cannot reload the row returns the reload's error, not a refusal by an
+// "unknown" status that hides the database failure.
+func TestClaimReportsAFailedReload(t *testing.T) {
+	e := newEnv(t)
+	c := e.seed(e.ct, objects.CreateComplete, 1)
+	dbErr := errors.New("db: get cluster: invalid connection")
+	h := *e.h
+	h.store = reloadFailingStore{Store: e.store, err: dbErr}
+	refused := false
+	refuse := func(string) error { refused = true; return exception.NotSupported("refused") }
+	err := h.claimCluster(e.ctx, c, objects.UpdateInProgress, allowUpdateStatus(), refuse)
+	if !errors.Is(err, dbErr) || refused {
+		t.Fatalf("cluster claim: %v (refused %v), want the reload's error", err, refused)
+	}
+	ng := &objects.NodeGroup{UUID: newUUID(), ClusterID: objects.Deref(c.UUID)}
+	err = h.claimNodeGroup(e.ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates(), refuse)
+	if !errors.Is(err, dbErr) || refused {
+		t.Fatalf("nodegroup claim: %v (refused %v), want the reload's error", err, refused)
 	}
 }

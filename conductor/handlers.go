@@ -309,12 +309,14 @@ func (h *Handlers) claimCluster(ctx context.Context, c *objects.Cluster, status 
 	if !errors.Is(err, db.ErrStatusChanged) {
 		return err
 	}
-	current := "unknown"
-	if cur, gerr := h.store.GetClusterByUUID(ctx, objects.Deref(c.UUID)); gerr == nil {
-		current = cur.Status
-		*c = *cur
+	cur, gerr := h.store.GetClusterByUUID(ctx, objects.Deref(c.UUID))
+	if gerr != nil {
+		// Deleted meanwhile (ClusterNotFound), or the database failed:
+		// that is the caller's answer, not a refusal by status.
+		return gerr
 	}
-	return refuse(current)
+	*c = *cur
+	return refuse(cur.Status)
 }
 
 // claimNodeGroup is claimCluster for a nodegroup.
@@ -328,11 +330,11 @@ func (h *Handlers) claimNodeGroup(ctx context.Context, ng *objects.NodeGroup, st
 	if !errors.Is(err, db.ErrStatusChanged) {
 		return err
 	}
-	current := "unknown"
-	if cur, gerr := h.store.GetNodeGroupByUUID(ctx, ng.ClusterID, ng.UUID); gerr == nil {
-		current = cur.Status
+	cur, gerr := h.store.GetNodeGroupByUUID(ctx, ng.ClusterID, ng.UUID)
+	if gerr != nil {
+		return gerr
 	}
-	return refuse(current)
+	return refuse(cur.Status)
 }
 
 // finishCluster saves c only while its row is still in the status the
