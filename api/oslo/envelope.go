@@ -27,6 +27,9 @@ type Request struct {
 	Version   json.RawMessage // nil when absent ("1.0")
 	Namespace json.RawMessage // nil when absent
 	MsgID     string          // "_msg_id": set for calls
+	// BadMsgID is set when "_msg_id" is there but neither a string nor
+	// null: a malformed call, which no reply can reach.
+	BadMsgID bool
 	ReplyQ    string          // "_reply_q"
 	Timeout   float64         // "_timeout" (call monitor), 0 when null
 	UniqueID  string          // "_unique_id"
@@ -192,6 +195,7 @@ func (req *Request) set(k string, v json.RawMessage) {
 		}
 	case k == "_msg_id":
 		req.MsgID = str()
+		req.BadMsgID = req.MsgID == "" && !isNull(v) && !bytes.Equal(bytes.TrimSpace(v), []byte(`""`))
 	case k == "_reply_q":
 		req.ReplyQ = str()
 	case k == "_unique_id":

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,5 +76,58 @@ func TestLiveRequestLogLinesCarryRequestIDsAndNoSecrets(t *testing.T) {
 	}
 	if n < 4 {
 		t.Fatalf("only %d request log lines:\n%s", n, logs)
+	}
+}
+
+// TestLiveCallWithANonStringMsgIDIsRejectedAndLogged: a call whose _msg_id
+// is a number or an object is not run as a cast with nobody told: it is
+// dropped with an ERROR line, and the server goes on serving. An empty or
+// null _msg_id is a cast, as in oslo.
+func TestLiveCallWithANonStringMsgIDIsRejectedAndLogged(t *testing.T) {
+	e := newEnv(t)
+	var out lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	rec := newRecorder()
+	e.startServerLogged(Target{Topic: e.topic}, liveDispatcher(t, rec, nil), log)
+	replyQ := "reply_" + uuidHex()
+	replies := e.rawReplyQueue(replyQ)
+	publish := func(note, msgID string) {
+		inner := `{"method": "record", "args": {"value": 1, "note": "` + note + `"}, "_msg_id": ` + msgID + `, "_reply_q": "` + replyQ +
+			`", "_unique_id": "` + uuidHex() + `", "_context_request_id": "req-` + note + `"}`
+		b, _ := json.Marshal(map[string]string{"oslo.version": "2.0", "oslo.message": inner})
+		e.publishRaw(b)
+	}
+	publish("number", `12345`)
+	publish("object", `{"id": "x"}`)
+	publish("null", `null`)
+	publish("empty", `""`)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(out.String())
+		}
+	})
+	rec.wait(t, "null")
+	rec.wait(t, "empty")
+	c := e.client()
+	if _, err := c.Call(userCtx(), Target{Topic: e.topic}, "record", map[string]any{"value": 1, "note": "after"}); err != nil {
+		t.Fatalf("server stalled: %v", err)
+	}
+	rec.wait(t, "after")
+	rec.mu.Lock()
+	calls := slices.Clone(rec.calls)
+	rec.mu.Unlock()
+	if slices.Contains(calls, "number") || slices.Contains(calls, "object") {
+		t.Fatalf("a call with a non-string _msg_id was run: %v", calls)
+	}
+	select {
+	case m := <-replies:
+		t.Fatalf("unexpected reply %s", m.Body)
+	default:
+	}
+	logs := out.String()
+	for _, req := range []string{"req-number", "req-object"} {
+		if !regexp.MustCompile(`"level":"ERROR","msg":"rejecting RPC call whose _msg_id is not a string[^"]*"[^\n]*"request_id":"` + req + `"`).MatchString(logs) {
+			t.Errorf("no ERROR line for %s in:\n%s", req, logs)
+		}
 	}
 }

@@ -544,6 +544,13 @@ func (s *Server) handle(req *Request) {
 			log.Debug("request carries an unknown context key", "key", k)
 		}
 	}
+	if req.BadMsgID {
+		// Run as a cast, it would act with nobody told; a reply keyed by
+		// a _msg_id no oslo caller sends would reach nobody either.
+		log.Error("rejecting RPC call whose _msg_id is not a string; not run, no reply possible",
+			"reply_q", req.ReplyQ)
+		return
+	}
 
 	var stopHB func()
 	if req.MsgID != "" && req.Timeout != 0 {
