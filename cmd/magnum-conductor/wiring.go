@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/conductor"
@@ -31,6 +32,18 @@ func buildDrivers(ctx context.Context, cfg *config.Config, certs *certmanager.Ma
 	return drivers.NewRegistry(cfg.Drivers.DisabledDrivers, ds...)
 }
 
+// heartbeatInterval is the spacing of update_magnum_service. Magnum's task
+// has no spacing of its own, so oslo.service runs it every 60 s
+// (DEFAULT_INTERVAL), whatever periodic_interval_max says. Ours beats every
+// periodic_interval_max below that (the seed's reading, and what lets a
+// test beat fast), and never less often than every 60 s: a larger
+// periodic_interval_max (above service_down_time, 180 s) would otherwise
+// show a live conductor as down in GET /v1/mservices, and hand its
+// clusters to the others.
+func heartbeatInterval(cfg *config.Config) time.Duration {
+	return min(cfg.Default.PeriodicIntervalMax, 60*time.Second)
+}
+
 // buildPeriodic wires Magnum's three periodic tasks into one runner.
 func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Registry, events *conductor.Notifications,
 	certs *certmanager.Manager, metrics *periodic.Metrics, log *slog.Logger) (*periodic.Runner, error) {
@@ -38,7 +51,7 @@ func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Regist
 	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: 0.05}, plog, metrics)
 
 	heartbeat, err := periodic.NewHeartbeat(periodic.HeartbeatOptions{
-		Host: cfg.Default.Host, Binary: periodic.ConductorBinary, Interval: cfg.Default.PeriodicIntervalMax,
+		Host: cfg.Default.Host, Binary: periodic.ConductorBinary, Interval: heartbeatInterval(cfg),
 	}, store, plog)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,10 @@ func TestPeriodicTasksFollowTheConfiguration(t *testing.T) {
 	for ini, want := range map[string][]string{
 		"": {"update_magnum_service 1m0s", "sync_cluster_status 10s", "sync_cluster_health_status 1m0s"},
 		"[DEFAULT]\nperiodic_enable = false\nperiodic_interval_max = 30\n": {"update_magnum_service 30s"},
-		"[kubernetes]\nhealth_polling_interval = 0\n":                      {"update_magnum_service 1m0s", "sync_cluster_status 10s"},
+		// Never less often than Magnum's 60 s, or the service would look
+		// down (service_down_time 180 s) between two beats.
+		"[DEFAULT]\nperiodic_enable = false\nperiodic_interval_max = 300\n": {"update_magnum_service 1m0s"},
+		"[kubernetes]\nhealth_polling_interval = 0\n":                       {"update_magnum_service 1m0s", "sync_cluster_status 10s"},
 		"[kubernetes]\nhealth_polling_interval = 15\n": {"update_magnum_service 1m0s", "sync_cluster_status 10s",
 			"sync_cluster_health_status 15s"},
 	} {
