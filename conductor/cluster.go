@@ -40,10 +40,18 @@ func (h *Handlers) ClusterCreate(ctx context.Context, c *objects.Cluster, master
 	log = h.logger(ctx, "cluster_create", uuid)
 	log.Info("creating cluster", "master_count", masterCount, "node_count", nodeCount)
 
+	// The certificates' references, once generated: a driver call given
+	// up on leaves c to the driver, and the row reloaded in its place
+	// does not hold them yet. Without them on the failed row, the
+	// cluster's deletion could not find its certificates.
+	var refs certRefs
 	fail := func(err error) (*objects.Cluster, error) {
 		cctx, cancel := h.cleanupCtx(ctx)
 		defer cancel()
 		fc := h.freshCluster(cctx, log, c, uuid, err)
+		if fc != c && len(refs.list()) > 0 {
+			refs.setOn(fc)
+		}
 		fc.Status = objects.CreateFailed
 		fc.StatusReason = objects.Str(err.Error())
 		log.Error("cluster creation failed", "error", err)
@@ -67,6 +75,7 @@ func (h *Handlers) ClusterCreate(ctx context.Context, c *objects.Cluster, master
 	if err := h.certs.GenerateForCluster(ctx, c); err != nil {
 		return fail(err)
 	}
+	refs = refsOf(c)
 	h.notify.ClusterEvent(ctx, ActionCreate, OutcomePending, c)
 	d, err := h.drivers.ForTemplate(ct)
 	if err != nil {

@@ -176,6 +176,16 @@ func TestClusterCreateHungDriverEndsCreateFailedAtDeadline(t *testing.T) {
 	e.wantStatus(*c.UUID, objects.CreateFailed, err.Error())
 	e.wantNotes("INFO magnum.cluster.create/pending status=CREATE_IN_PROGRESS",
 		"ERROR magnum.cluster.create/failure status=CREATE_FAILED")
+	// The certificates generated before the driver call are on the failed
+	// row, so that deleting the cluster deletes them.
+	got, gerr := e.store.GetClusterByUUID(e.ctx, *c.UUID)
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	refs := refsOf(got).list()
+	if len(refs) != 4 || objects.Deref(got.CACertRef) == "" || objects.Deref(got.MagnumCertRef) == "" {
+		t.Fatalf("certificate references on the failed row: %v", refs)
+	}
 }
 
 func TestClusterCreateRejectsMissingCluster(t *testing.T) {
