@@ -84,8 +84,10 @@ func (r certRefs) list() []string {
 // cluster UPDATE_IN_PROGRESS with the new references. Unlike Magnum it
 // notifies update/pending before the driver (success comes from the
 // periodic sync, as for every update), deletes the old certificates once
-// the driver accepted the new ones, and on failure keeps the old references
-// and deletes the new certificates. A failure sets UPDATE_FAILED with the
+// the driver accepted the new ones, and on a driver failure keeps the old
+// references and deletes the new certificates (but keeps both sets when
+// the driver call was given up on, or the driver accepted the new CAs and
+// they could not be recorded). A failure sets UPDATE_FAILED with the
 // reason and notifies update/failure.
 func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) (*objects.Cluster, error) {
 	if err := requireCluster(c); err != nil {
@@ -112,7 +114,14 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 		fc := h.freshCluster(cctx, log, c, uuid, err)
 		if fresh != nil {
 			old.setOn(fc)
-			h.certs.DeleteRefs(cctx, uuid, fresh.list())
+			if abandoned(err) {
+				// The driver may still be rolling the new CAs out: deleting
+				// them could leave the cluster with CAs nobody holds.
+				log.Warn("driver call given up on; the new certificates are kept, the old ones stay recorded",
+					"new_refs", fresh.list())
+			} else {
+				h.certs.DeleteRefs(cctx, uuid, fresh.list())
+			}
 		}
 		fc.Status = objects.UpdateFailed
 		fc.StatusReason = objects.Str(err.Error())
@@ -144,6 +153,12 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	c.Status = objects.UpdateInProgress
 	c.StatusReason = nil
 	if err := h.store.SaveCluster(ctx, c); err != nil {
+		// The driver accepted the new CAs: they are the cluster's now,
+		// whether or not the row says so. Neither set is deleted; the
+		// failed row is saved with the new references if it can be.
+		log.Error("the driver rotated the CAs but the new references could not be recorded; both certificate sets are kept",
+			"new_refs", fresh.list(), "old_refs", oldList, "error", err)
+		fresh = nil
 		return fail(err)
 	}
 	h.certs.DeleteRefs(ctx, uuid, oldList)

@@ -1,12 +1,15 @@
 package conductor
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/db"
 )
 
 // Summary row sign_certificate, get_ca_certificate.
@@ -187,5 +190,61 @@ func TestPingConductorAnswersTrue(t *testing.T) {
 	e := newEnv(t)
 	if !e.h.PingConductor(e.ctx) {
 		t.Error("ping answered false")
+	}
+}
+
+// saveFailingStore fails every unconditional cluster save (the database
+// went away after the driver call).
+type saveFailingStore struct {
+	*db.Store
+}
+
+func (saveFailingStore) SaveCluster(context.Context, *objects.Cluster) error {
+	return errors.New("db: save cluster: invalid connection")
+}
+
+// TestRotateCACertificateKeepsBothSetsWhenTheRotationCannotBeRecorded:
+// once the driver accepted the new CAs they are the cluster's, so a
+// failure to record them deletes neither set; the failed row carries the
+// new references.
+func TestRotateCACertificateKeepsBothSetsWhenTheRotationCannotBeRecorded(t *testing.T) {
+	e := newEnv(t)
+	h := *e.h
+	h.store = saveFailingStore{e.store}
+	c := e.seed(e.ct, objects.CreateComplete, 1)
+	if _, err := h.RotateCACertificate(e.ctx, c); err == nil {
+		t.Fatal("no error")
+	}
+	if len(e.certs.deleted) != 0 {
+		t.Fatalf("deleted %v, want nothing deleted", e.certs.deleted)
+	}
+	row := e.cluster(*c.UUID)
+	if row.Status != objects.UpdateFailed || objects.Deref(row.CACertRef) != "ca-1" || objects.Deref(row.MagnumCertRef) != "client-1" {
+		t.Fatalf("row %s with refs %v %v, want UPDATE_FAILED with the new ones", row.Status, objects.Deref(row.CACertRef),
+			objects.Deref(row.MagnumCertRef))
+	}
+}
+
+// TestRotateCACertificateGivenUpOnKeepsTheNewCerts: a driver call given up
+// on at the deadline may still roll the new CAs out, so they are not
+// deleted; the row keeps the old references.
+func TestRotateCACertificateGivenUpOnKeepsTheNewCerts(t *testing.T) {
+	e := newEnv(t)
+	e.drv.hang["rotate_ca_certificate"] = true
+	c := e.seed(e.ct, objects.CreateComplete, 1)
+	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+	defer cancel()
+	if _, err := e.h.RotateCACertificate(ctx, c); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want the deadline", err)
+	}
+	e.certs.mu.Lock()
+	deleted := slices.Clone(e.certs.deleted)
+	e.certs.mu.Unlock()
+	if len(deleted) != 0 {
+		t.Fatalf("deleted %v, want the new certificates kept", deleted)
+	}
+	row := e.cluster(*c.UUID)
+	if row.Status != objects.UpdateFailed || objects.Deref(row.CACertRef) != "ca-old" {
+		t.Fatalf("row %s with CA ref %v, want UPDATE_FAILED with the old one", row.Status, objects.Deref(row.CACertRef))
 	}
 }
