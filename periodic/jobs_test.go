@@ -202,8 +202,26 @@ func (d *oddDriver) Name() string { return "odd" }
 func (d *oddDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "odd", COE: "kubernetes"}}
 }
-func (d *oddDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, _ []*objects.NodeGroup) error {
+func (d *oddDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
 	switch c.Labels["odd"] {
+	case "resized", "new nodegroup":
+		// An operation allowed in UPDATE_IN_PROGRESS lands after the
+		// cycle read the nodegroups: a resize of the worker, or a new
+		// nodegroup. The driver, judging the nodegroups it was given,
+		// completes everything.
+		d.store.mu.Lock()
+		if c.Labels["odd"] == "resized" {
+			w := d.store.ngs[*c.UUID][*c.UUID+"-w"]
+			w.NodeCount, w.Status = 5, objects.UpdateInProgress
+		} else {
+			d.store.ngs[*c.UUID][*c.UUID+"-new"] = &objects.NodeGroup{UUID: *c.UUID + "-new", ClusterID: *c.UUID,
+				Name: "extra", Role: objects.RoleWorker, NodeCount: 1, Status: objects.CreateInProgress}
+		}
+		d.store.mu.Unlock()
+		for _, ng := range ngs {
+			ng.Status = objects.UpdateComplete
+		}
+		c.Status = objects.UpdateComplete
 	case "resume":
 		c.Status = objects.ResumeFailed
 	case "panic":
@@ -234,8 +252,25 @@ func TestSyncSkipsBadClustersAndGoesOn(t *testing.T) {
 	resume := e.addCluster(4, objects.UpdateInProgress, "", map[string]string{"odd": "resume"}, "odd")
 	race := e.addCluster(5, objects.UpdateInProgress, "", map[string]string{"odd": "race"}, "odd")
 	good := e.addCluster(6, objects.UpdateInProgress, simulated.OpUpdate, nil, "ct")
+	resized := e.addCluster(7, objects.UpdateInProgress, "", map[string]string{"odd": "resized"}, "odd")
+	grown := e.addCluster(8, objects.UpdateInProgress, "", map[string]string{"odd": "new nodegroup"}, "odd")
 	e.clock.Advance(time.Minute)
 	e.runSync()
+	for _, u := range []string{resized, grown} {
+		if c := e.store.cluster(u); c.Status != objects.UpdateInProgress {
+			t.Fatalf("cluster %s completed from stale nodegroups: %s", u, c.Status)
+		}
+		for _, ng := range e.store.nodeGroups(u) {
+			if ng.Status == objects.UpdateComplete {
+				t.Fatalf("cluster %s: stale result saved on nodegroup %s", u, ng.Name)
+			}
+		}
+	}
+	for _, ng := range e.store.nodeGroups(resized) {
+		if ng.Name == "default-worker" && (ng.NodeCount != 5 || ng.Status != objects.UpdateInProgress) {
+			t.Fatalf("the resize was overwritten: %d nodes, %s", ng.NodeCount, ng.Status)
+		}
+	}
 	for _, u := range []string{noTemplate, noDriver, panics} {
 		if c := e.store.cluster(u); c.Status != objects.UpdateInProgress {
 			t.Fatalf("bad cluster %s changed to %s", u, c.Status)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,8 +140,10 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 	j.d.Metrics.setClusters(j.Name(), counts, syncStatuses)
 	j.d.Metrics.setHandled(j.Name(), len(mine))
 	// One query (per 500 clusters) for all their nodegroups instead of one
-	// per cluster. Clusters in progress refuse new operations, so nothing
-	// else writes these nodegroups while the cycle runs.
+	// per cluster. Some operations are allowed on a cluster in progress
+	// (resize, nodegroup create and update in UPDATE_IN_PROGRESS), so a
+	// cluster whose poll would write anything has its nodegroups read
+	// again first, and its result is dropped if they changed (syncOne).
 	uuids := make([]string, len(mine))
 	for i, c := range mine {
 		uuids[i] = objects.Deref(c.UUID)
@@ -206,10 +209,27 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 		return "driver", err
 	}
 	prev := c.Status
+	loaded := nodeGroupsState(ngs)
 	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
 		return "driver", fmt.Errorf("update_cluster_status: %w", err)
 	}
 	j.d.Log.Debug("cluster status polled", "cluster_uuid", uuid, "status", c.Status, "previous_status", prev)
+	if writes(c, ngs) {
+		// The nodegroups were read at the start of the cycle. If an
+		// operation changed them since (a resize, a new nodegroup), the
+		// driver judged stale data: saving its result could overwrite
+		// the operation's nodegroups, or complete the cluster without
+		// the new one. The next cycle polls it again.
+		now, err := j.d.Store.ListNodeGroups(ctx, uuid, db.ListOpts{}, db.NodeGroupFilters{})
+		if err != nil {
+			return "db", fmt.Errorf("reading the nodegroups again: %w", err)
+		}
+		if nodeGroupsState(now) != loaded {
+			j.d.Log.Info("nodegroups changed while the cluster was polled; result dropped, polled again next cycle",
+				"cluster_uuid", uuid, "polled_status", c.Status)
+			return "", nil
+		}
+	}
 
 	if c.Status != objects.DeleteComplete {
 		for _, ng := range ngs {
@@ -248,6 +268,38 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 		j.finishDelete(ctx, c)
 	}
 	return "", nil
+}
+
+// writes reports whether saving a poll's result would write anything.
+func writes(c *objects.Cluster, ngs []*objects.NodeGroup) bool {
+	if len(objects.Changes(c)) > 0 || c.Status == objects.DeleteComplete {
+		return true
+	}
+	for _, ng := range ngs {
+		if len(objects.Changes(ng)) > 0 || ng.Status == objects.DeleteComplete {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeGroupsState is what an operation changes in a cluster's nodegroups
+// (which ones exist, their status, sizes and last update), comparable.
+func nodeGroupsState(ngs []*objects.NodeGroup) string {
+	rows := make([]string, len(ngs))
+	for i, ng := range ngs {
+		var updated int64
+		if ng.UpdatedAt != nil {
+			updated = ng.UpdatedAt.UnixNano()
+		}
+		var maxCount int64 = -1
+		if ng.MaxNodeCount != nil {
+			maxCount = *ng.MaxNodeCount
+		}
+		rows[i] = fmt.Sprintf("%s %s %d %d %d %d", ng.UUID, ng.Status, ng.NodeCount, ng.MinNodeCount, maxCount, updated)
+	}
+	slices.Sort(rows)
+	return strings.Join(rows, "\n")
 }
 
 func (j *SyncClusterStatus) saveNodeGroup(ctx context.Context, clusterUUID string, ng *objects.NodeGroup) error {
