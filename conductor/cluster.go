@@ -346,7 +346,7 @@ func (h *Handlers) ClusterResize(ctx context.Context, c *objects.Cluster, nodeCo
 		return nil, err
 	}
 	ng.NodeCount = int64(nodeCount)
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizeStatus(), func(cur string) error {
+	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizedNodeGroupStatus(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("Resizing a nodegroup when status is \"%s\"", cur))
 	}); err != nil {
 		ng.NodeCount = oldCount
@@ -429,7 +429,7 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	}); err != nil {
 		return nil, err
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates(), func(cur string) error {
+	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizedNodeGroupStatus(), func(cur string) error {
 		return exception.NotSupported(fmt.Sprintf("Upgrading a nodegroup when status is \"%s\"", cur))
 	}); err != nil {
 		ng.Status, ng.StatusReason = oldNGStatus, oldNGReason

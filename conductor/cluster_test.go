@@ -682,3 +682,35 @@ func TestClaimReportsAFailedReload(t *testing.T) {
 		t.Fatalf("nodegroup claim: %v (refused %v), want the reload's error", err, refused)
 	}
 }
+
+// TestFailedNodegroupMayBeResizedAndUpgraded: Magnum checks only the
+// cluster's status, and resizing or upgrading a nodegroup whose creation
+// failed is how an operator mends it.
+func TestFailedNodegroupMayBeResizedAndUpgraded(t *testing.T) {
+	for _, status := range []string{objects.CreateFailed, objects.DeleteFailed, objects.RollbackFailed} {
+		t.Run(status, func(t *testing.T) {
+			e := newEnv(t)
+			c := e.seed(e.ct, objects.CreateComplete, 2)
+			row := e.nodegroup(c, "default-worker")
+			row.Status = status
+			if err := e.store.SaveNodeGroup(e.ctx, row); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.h.ClusterResize(e.ctx, c, 3, nil, e.nodegroup(c, "default-worker")); err != nil {
+				t.Fatalf("resize: %v", err)
+			}
+			e.wantNGStatus(c, "default-worker", objects.UpdateInProgress, "", 3)
+
+			c = e.seed(e.ct, objects.CreateComplete, 2)
+			row = e.nodegroup(c, "default-worker")
+			row.Status = status
+			if err := e.store.SaveNodeGroup(e.ctx, row); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.h.ClusterUpgrade(e.ctx, c, e.template("test-os"), 1, e.nodegroup(c, "default-worker"), false); err != nil {
+				t.Fatalf("upgrade: %v", err)
+			}
+			e.wantNGStatus(c, "default-worker", objects.UpdateInProgress, "", 2)
+		})
+	}
+}

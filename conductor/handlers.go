@@ -154,6 +154,16 @@ func allowResizeStatus() []string {
 	return append(allowUpdateStatus(), objects.UpdateFailed, objects.UpdateInProgress)
 }
 
+// allowResizedNodeGroupStatus guards the nodegroup of cluster_resize and
+// cluster_upgrade. Magnum checks only the cluster; ours also refuses a
+// nodegroup being created, deleted or rolled back, which the operation
+// would overwrite. A failed nodegroup may be resized or upgraded: that is
+// how one is mended.
+func allowResizedNodeGroupStatus() []string {
+	return without(objects.ClusterStatuses,
+		objects.CreateInProgress, objects.DeleteInProgress, objects.DeleteComplete, objects.RollbackInProgress)
+}
+
 // allowedNodeGroupStates guards nodegroup_create/update and, as
 // ALLOWED_CLUSTER_STATES, credential_rotate.
 func allowedNodeGroupStates() []string {
