@@ -63,10 +63,12 @@ func main() {
 	render := flag.String("render", "", "print the table of an earlier run's bench.json (with this version's layout) and exit")
 	flag.StringVar(&o.only, "only", "", "debugging: run only \"ours\" (no Python, no raw limit)")
 	var rawServer rawamqp.Options
+	var rawReplyFile string
 	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
 	flag.StringVar(&rawServer.Queue, "raw-queue", "", "internal: the raw server's queue")
 	flag.BoolVar(&rawServer.Confirm, "raw-confirm", false, "internal: the raw server publishes with confirms")
 	flag.BoolVar(&rawServer.OsloWire, "raw-oslo-wire", false, "internal: the raw server answers with a recorded oslo reply and oslo's properties")
+	flag.StringVar(&rawReplyFile, "raw-reply-file", "", "internal: with -raw-oslo-wire, the raw server answers with this file's bytes")
 	flag.Parse()
 	if *render != "" {
 		if err := renderTable(*render); err != nil {
@@ -77,7 +79,7 @@ func main() {
 	}
 	if rawServer.Exchange != "" {
 		rawServer.URL = amqpURL()
-		if err := serveRaw(rawServer); err != nil {
+		if err := serveRaw(rawServer, rawReplyFile); err != nil {
 			fmt.Fprintln(os.Stderr, "bench raw server:", err)
 			os.Exit(1)
 		}
@@ -140,6 +142,8 @@ func run(ctx context.Context, o options) error {
 	}
 	defer func() { _ = dropDatabase(admin, goDB.name) }()
 
+	// One Cluster.list result of ours: the raw limit's list-sized reply.
+	var listResult []byte
 	servers := []*server{py, ours}
 	if o.only == "ours" {
 		servers = []*server{ours}
@@ -187,6 +191,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		rep.side(s.label).ListBytes = len(raw)
+		if s == ours {
+			listResult = raw
+		}
 		if n := countClusters(raw); n != o.clusters {
 			return fmt.Errorf("%s: counting the Cluster.list primitives gives %d, want %d", s.label, n, o.clusters)
 		}
@@ -242,6 +249,24 @@ func run(ctx context.Context, o options) error {
 		defer pprof.StopCPUProfile()
 	}
 	lopts := load.Options{Warmup: o.warmup, Duration: o.duration, CallTimeout: 60 * time.Second}
+	var listReplyFile string
+	if o.only == "" {
+		body := listReply(listResult)
+		rep.ListReplyBytes = len(body)
+		f, err := os.CreateTemp("", "bench-list-reply-*.json")
+		if err != nil {
+			return err
+		}
+		listReplyFile = f.Name()
+		defer os.Remove(listReplyFile)
+		if _, err := f.Write(body); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
 	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
 		logf("%s: %s, %d callers", s.label, name, callers)
 		c0 := procstat.CPU(s.pid())
@@ -286,8 +311,10 @@ func run(ctx context.Context, o options) error {
 				for _, v := range []struct {
 					kind              string
 					confirm, osloWire bool
-				}{{"confirm", true, false}, {"noconfirm", false, false}, {"oslowire", true, true}} {
-					r, err := rawCell(ctx, lopts, n, v.confirm, v.osloWire)
+					replyFile         string
+				}{{"confirm", true, false, ""}, {"noconfirm", false, false, ""}, {"oslowire", true, true, ""},
+					{"listwire", true, true, listReplyFile}} {
+					r, err := rawCell(ctx, lopts, n, v.confirm, v.osloWire, v.replyFile)
 					if err != nil {
 						return err
 					}
@@ -315,6 +342,7 @@ func run(ctx context.Context, o options) error {
 			rep.Raw = append(rep.Raw, load.Combine(rounds[key{"raw", "confirm", n}]))
 			rep.RawNoConfirm = append(rep.RawNoConfirm, load.Combine(rounds[key{"raw", "noconfirm", n}]))
 			rep.RawOsloWire = append(rep.RawOsloWire, load.Combine(rounds[key{"raw", "oslowire", n}]))
+			rep.RawListWire = append(rep.RawListWire, load.Combine(rounds[key{"raw", "listwire", n}]))
 		}
 		for _, s := range servers {
 			side := rep.side(s.label)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/pyjson"
 	"github.com/openstack/magnum-conductor/test/bench/load"
 	"github.com/openstack/magnum-conductor/test/bench/rawamqp"
 	"github.com/openstack/magnum-conductor/test/harness"
@@ -23,9 +24,14 @@ func amqpURL() string { return strings.Replace(harness.Broker, "rabbit://", "amq
 
 // serveRaw runs in the child process: it answers until its stdin closes
 // (the parent exited or is done) or it is signalled.
-func serveRaw(o rawamqp.Options) error {
-	if o.OsloWire {
-		var err error
+func serveRaw(o rawamqp.Options, replyFile string) error {
+	var err error
+	switch {
+	case o.OsloWire && replyFile != "":
+		if o.ReplyBody, err = os.ReadFile(replyFile); err != nil {
+			return err
+		}
+	case o.OsloWire:
 		if _, o.ReplyBody, err = osloPingBodies(); err != nil {
 			return err
 		}
@@ -50,8 +56,10 @@ func serveRaw(o rawamqp.Options) error {
 }
 
 // rawCell measures the raw limit at n callers: the server in a child
-// process (as a conductor is), the client here.
-func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool) (load.Result, error) {
+// process (as a conductor is), the client here. With replyFile (and
+// osloWire) the server answers with that file's bytes instead of the
+// recorded ping_conductor reply.
+func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool, replyFile string) (load.Result, error) {
 	o := rawamqp.Options{URL: amqpURL(), Exchange: rawamqp.RandomName("bench_raw_x_"),
 		Queue: rawamqp.RandomName("bench_raw_q_"), Confirm: confirm, OsloWire: osloWire}
 	self, err := os.Executable()
@@ -59,7 +67,7 @@ func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool
 		return load.Result{}, err
 	}
 	cmd := exec.Command(self, "-raw-server", o.Exchange, "-raw-queue", o.Queue, fmt.Sprintf("-raw-confirm=%v", confirm),
-		fmt.Sprintf("-raw-oslo-wire=%v", osloWire))
+		fmt.Sprintf("-raw-oslo-wire=%v", osloWire), "-raw-reply-file", replyFile)
 	cmd.SysProcAttr = harness.ProcessGroup()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -106,7 +114,11 @@ func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool
 			return load.Result{}, err
 		}
 	}
-	logf("raw amqp091-go request/reply (confirms %v, oslo wire %v), %d callers", confirm, osloWire, n)
+	what := ""
+	if replyFile != "" {
+		what = ", a Cluster.list reply"
+	}
+	logf("raw amqp091-go request/reply (confirms %v, oslo wire %v%s), %d callers", confirm, osloWire, what, n)
 	lo.Callers = n
 	r := load.Run(ctx, lo, func(ctx context.Context) error { _, err := c.Call(ctx, body); return err })
 	logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
@@ -140,4 +152,17 @@ func osloPingBodies() (request, reply []byte, err error) {
 		return nil, nil, err
 	}
 	return request, reply, nil
+}
+
+// listReply is the reply our conductor sends for a Cluster.list whose
+// result is result, as oslo lays it out (amqpdriver's reply message in the
+// 2.0 envelope; the ids are fixed, the raw server sends the same bytes
+// every time).
+func listReply(result []byte) []byte {
+	inner := append([]byte(`{"result": `), result...)
+	inner = append(inner, `, "failure": null, "ending": true, "_msg_id": "372baf9da21846bbad45c07fcf4a5412", `+
+		`"_unique_id": "4e18940eedef484c8c1880b69d498625"}`...)
+	out := []byte(`{"oslo.version": "2.0", "oslo.message": `)
+	out = pyjson.AppendString(out, string(inner))
+	return append(out, '}')
 }

@@ -35,24 +35,29 @@ type sideResult struct {
 }
 
 type report struct {
-	Date          string        `json:"date"`
-	Machine       string        `json:"machine"`
-	Commit        string        `json:"commit"`
-	Duration      float64       `json:"cell_seconds"`
-	Rounds        int           `json:"rounds"`
-	LoadAvg       []string      `json:"loadavg_start_end"`
-	Clusters      int           `json:"clusters_seeded"`
-	Creates       int           `json:"creates"`
-	PythonSchema  string        `json:"python_alembic_revision"`
-	Notes         []string      `json:"notes"`
-	Python        sideResult    `json:"python"`
-	Ours          sideResult    `json:"ours"`
-	Raw           []load.Result `json:"raw_amqp_confirms"`
-	RawNoConfirm  []load.Result `json:"raw_amqp_no_confirms"`
-	RawOsloWire   []load.Result `json:"raw_amqp_oslo_wire"`
-	RunSeconds    float64       `json:"run_seconds"`
-	SamplerErrors int           `json:"memory_sampler_errors"`
-	LoadGenGOGC   int           `json:"load_generator_gogc"`
+	Date         string        `json:"date"`
+	Machine      string        `json:"machine"`
+	Commit       string        `json:"commit"`
+	Duration     float64       `json:"cell_seconds"`
+	Rounds       int           `json:"rounds"`
+	LoadAvg      []string      `json:"loadavg_start_end"`
+	Clusters     int           `json:"clusters_seeded"`
+	Creates      int           `json:"creates"`
+	PythonSchema string        `json:"python_alembic_revision"`
+	Notes        []string      `json:"notes"`
+	Python       sideResult    `json:"python"`
+	Ours         sideResult    `json:"ours"`
+	Raw          []load.Result `json:"raw_amqp_confirms"`
+	RawNoConfirm []load.Result `json:"raw_amqp_no_confirms"`
+	RawOsloWire  []load.Result `json:"raw_amqp_oslo_wire"`
+	// RawListWire is RawOsloWire answering with one of ours' Cluster.list
+	// replies (ListReplyBytes long): the ceiling of Cluster.list for any
+	// server, before any database work or JSON.
+	RawListWire    []load.Result `json:"raw_amqp_list_reply,omitempty"`
+	ListReplyBytes int           `json:"list_reply_bytes,omitempty"`
+	RunSeconds     float64       `json:"run_seconds"`
+	SamplerErrors  int           `json:"memory_sampler_errors"`
+	LoadGenGOGC    int           `json:"load_generator_gogc"`
 	// IdleAfter is how long every server had served when the idle memory
 	// was taken (0 in runs before it was recorded: 5 s after seeding).
 	IdleAfter float64 `json:"idle_after_seconds"`
@@ -91,13 +96,16 @@ func (r *report) notes() []string {
 			"and acks (the reference for ours/limit); 'no confirms' is fire-and-forget publishing; 'oslo's wire' is the " +
 			"confirms variant carrying the recorded ping_conductor request and reply bodies with oslo's properties " +
 			"(persistent, JSON content type, expiration, empty headers), still without any Go-side JSON: what the wire " +
-			"format alone costs the broker and the sockets (its ours/limit column is ours against it).",
+			"format alone costs the broker and the sockets (its ours/limit column is ours against it). " +
+			"'a Cluster.list reply' is the same answering with one of ours' Cluster.list replies as its bytes: the " +
+			"ceiling of Cluster.list for any server, with no database query and no JSON; its columns are that " +
+			"ceiling over Python and ours over it.",
 	}
 }
 
 func (r *report) errors() int {
 	n := r.Python.Create.Errors + r.Python.Create.Failed + r.Ours.Create.Errors + r.Ours.Create.Failed + r.SamplerErrors
-	for _, rs := range [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire} {
+	for _, rs := range [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire} {
 		for _, x := range rs {
 			n += x.Errors
 		}
@@ -152,8 +160,12 @@ func (r *report) table() string {
 			break
 		}
 		p, o := r.Python.List[i], r.Ours.List[i]
-		fmt.Fprintf(tw, "Cluster.list (%d clusters), %d callers\t%s\t%s\t-\t%s\t-\t\n", r.Clusters, o.Callers, rate(p), rate(o),
-			ratio(o.PerSec, p.PerSec))
+		limit, ofLimit := "-", "-"
+		if i < len(r.RawListWire) {
+			limit, ofLimit = rate(r.RawListWire[i]), ratio(o.PerSec, r.RawListWire[i].PerSec)
+		}
+		fmt.Fprintf(tw, "Cluster.list (%d clusters), %d callers\t%s\t%s\t%s\t%s\t%s\t\n", r.Clusters, o.Callers, rate(p), rate(o),
+			limit, ratio(o.PerSec, p.PerSec), ofLimit)
 	}
 	fmt.Fprintf(tw, "Cluster.list result size (bytes)\t%d\t%d\t-\t%s\t-\t\n", r.Python.ListBytes, r.Ours.ListBytes,
 		ratio(float64(r.Ours.ListBytes), float64(r.Python.ListBytes)))
@@ -185,6 +197,11 @@ func (r *report) table() string {
 			fmt.Fprintf(tw, "  same with oslo's wire (bodies, properties)\t-\t-\t%s\t-\t%s\t\n", rate(w),
 				ratio(r.Ours.Ping[i].PerSec, w.PerSec))
 		}
+		if i < len(r.RawListWire) && i < len(r.Ours.List) && i < len(r.Python.List) {
+			w := r.RawListWire[i]
+			fmt.Fprintf(tw, "  same with a Cluster.list reply (%d bytes)\t-\t-\t%s\tlimit/python %s\t%s\t\n",
+				r.ListReplyBytes, rate(w), ratio(w.PerSec, r.Python.List[i].PerSec), ratio(r.Ours.List[i].PerSec, w.PerSec))
+		}
 	}
 	errs := func(s *sideResult) int {
 		n := s.Create.Errors + s.Create.Failed
@@ -194,7 +211,7 @@ func (r *report) table() string {
 		return n
 	}
 	rawErr := 0
-	for _, x := range slices.Concat(r.Raw, r.RawNoConfirm, r.RawOsloWire) {
+	for _, x := range slices.Concat(r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire) {
 		rawErr += x.Errors
 	}
 	fmt.Fprintf(tw, "errors\t%d\t%d\t%d\t\t\t\n", errs(&r.Python), errs(&r.Ours), rawErr)
@@ -256,6 +273,7 @@ func (r *report) svg() string {
 			{"python 15.0.1", "#d62728", false, r.Python.Ping},
 		}},
 		{fmt.Sprintf("Cluster.list (%d clusters) calls/s", r.Clusters), []series{
+			{"raw amqp091-go, a list reply (no database, no JSON)", "#888888", true, r.RawListWire},
 			{"ours", "#1f77b4", false, r.Ours.List},
 			{"python 15.0.1", "#d62728", false, r.Python.List},
 		}},
@@ -377,6 +395,11 @@ func (r *report) pairedRounds() string {
 		if i < len(r.Python.List) {
 			rs := roundRatios(r.Ours.List[i].Rounds, r.Python.List[i].Rounds)
 			fmt.Fprintf(&b, "  Cluster.list, %d callers, ours/python: %s\n", r.Ours.List[i].Callers, formatRatios(rs))
+			if i < len(r.RawListWire) {
+				rs := roundRatios(r.RawListWire[i].Rounds, r.Python.List[i].Rounds)
+				fmt.Fprintf(&b, "  Cluster.list, %d callers, limit/python (the most any server could reach): %s\n",
+					r.Ours.List[i].Callers, formatRatios(rs))
+			}
 		}
 	}
 	return b.String()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -33,14 +34,16 @@ func TestCountClusters(t *testing.T) {
 
 func TestPairedRounds(t *testing.T) {
 	r := &report{
-		Raw:    []load.Result{{Callers: 16, Rounds: []float64{4152.25, 3737.25, 2279.5}}},
-		Ours:   sideResult{Ping: []load.Result{{Callers: 16, Rounds: []float64{2563, 3053.5, 1989.25}}}, List: []load.Result{{Callers: 1, Rounds: []float64{269, 337.75, 199}}}},
-		Python: sideResult{List: []load.Result{{Callers: 1, Rounds: []float64{36, 40.5}}}},
+		Raw:         []load.Result{{Callers: 16, Rounds: []float64{4152.25, 3737.25, 2279.5}}},
+		RawListWire: []load.Result{{Callers: 1, Rounds: []float64{1500, 1620}}},
+		Ours:        sideResult{Ping: []load.Result{{Callers: 16, Rounds: []float64{2563, 3053.5, 1989.25}}}, List: []load.Result{{Callers: 1, Rounds: []float64{269, 337.75, 199}}}},
+		Python:      sideResult{List: []load.Result{{Callers: 1, Rounds: []float64{36, 40.5}}}},
 	}
 	got := r.pairedRounds()
 	for _, want := range []string{
 		"ping_conductor, 16 callers, ours/limit: 62%, 82%, 87% (median 82%)",
 		"Cluster.list, 1 callers, ours/python: 7.5×, 8.3× (median 7.9×)",
+		"Cluster.list, 1 callers, limit/python (the most any server could reach): 42×, 40× (median 41×)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("paired rounds:\n%s\nwant a line %q", got, want)
@@ -72,5 +75,51 @@ func TestMemoryRows(t *testing.T) {
 	old.Ours.IdleMem = mem(31, 30)
 	if table := old.table(); strings.Contains(table, "after seeding") || !strings.Contains(table, "idle memory (MiB)") {
 		t.Errorf("an older report's table:\n%s", table)
+	}
+}
+
+// TestListRowsShowTheListCeiling: with the list-sized raw cells, the
+// Cluster.list rows carry the limit and ours over it, and the raw section
+// the limit over Python.
+func TestListRowsShowTheListCeiling(t *testing.T) {
+	r := &report{Clusters: 100, ListReplyBytes: 123456,
+		Raw:         []load.Result{{Callers: 1, PerSec: 3000}},
+		RawListWire: []load.Result{{Callers: 1, PerSec: 2000}},
+		Python:      sideResult{Ping: []load.Result{{Callers: 1, PerSec: 1000}}, List: []load.Result{{Callers: 1, PerSec: 50}}},
+		Ours:        sideResult{Ping: []load.Result{{Callers: 1, PerSec: 2500}}, List: []load.Result{{Callers: 1, PerSec: 500}}},
+	}
+	table := strings.Join(strings.Fields(r.table()), " ")
+	for _, want := range []string{
+		"Cluster.list (100 clusters), 1 callers 50/s (p50 0.00, p99 0.00 ms) 500/s (p50 0.00, p99 0.00 ms) 2000/s (p50 0.00, p99 0.00 ms) 10× 25%",
+		"same with a Cluster.list reply (123456 bytes) - - 2000/s (p50 0.00, p99 0.00 ms) limit/python 40× 25%",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table:\n%s\nwant %q", r.table(), want)
+		}
+	}
+}
+
+// TestListReplyIsOslosEnvelope: the raw server's list reply is the 2.0
+// envelope around the reply message holding the result as it is.
+func TestListReplyIsOslosEnvelope(t *testing.T) {
+	result := `[{"magnum_object.name": "Cluster", "magnum_object.data": {"name": "a \"quoted\" \u00e9"}}]`
+	var env struct {
+		Version string `json:"oslo.version"`
+		Message string `json:"oslo.message"`
+	}
+	if err := json.Unmarshal(listReply([]byte(result)), &env); err != nil || env.Version != "2.0" {
+		t.Fatalf("envelope %+v: %v", env, err)
+	}
+	var inner struct {
+		Result  json.RawMessage `json:"result"`
+		Failure *string         `json:"failure"`
+		Ending  bool            `json:"ending"`
+		MsgID   string          `json:"_msg_id"`
+	}
+	if err := json.Unmarshal([]byte(env.Message), &inner); err != nil {
+		t.Fatal(err)
+	}
+	if string(inner.Result) != result || inner.Failure != nil || !inner.Ending || inner.MsgID == "" {
+		t.Fatalf("inner %+v", inner)
 	}
 }
