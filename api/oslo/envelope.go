@@ -30,10 +30,10 @@ type Request struct {
 	// BadMsgID is set when "_msg_id" is there but neither a string nor
 	// null: a malformed call, which no reply can reach.
 	BadMsgID bool
-	ReplyQ    string          // "_reply_q"
-	Timeout   float64         // "_timeout" (call monitor), 0 when null
-	UniqueID  string          // "_unique_id"
-	Context   map[string]any  // "_context_*" keys without the prefix
+	ReplyQ   string         // "_reply_q"
+	Timeout  float64        // "_timeout" (call monitor), 0 when null
+	UniqueID string         // "_unique_id"
+	Context  map[string]any // "_context_*" keys without the prefix
 	// Other holds any further keys, unchanged.
 	Other map[string]json.RawMessage
 }
