@@ -62,7 +62,7 @@ func ParseURL(raw string) (*URL, error) {
 }
 
 func redact(raw string) string {
-	bare, user, _, hasUser := splitUserinfo(raw)
+	bare, user, _, hasUser, _ := splitUserinfo(raw)
 	if !hasUser {
 		return bare
 	}
@@ -76,15 +76,9 @@ func redact(raw string) string {
 // percent-decoded as Python's urllib.parse.unquote does, which leaves an
 // invalid escape as it is. bare is the URL without them, so that what
 // net/url says of the rest (it rejects characters SQLAlchemy accepts in a
-// password, and quotes what it rejects) never holds the password.
-func splitUserinfo(raw string) (bare, user, pass string, hasUser bool) {
-	bare, user, pass, hasUser, _ = splitUserinfoPass(raw)
-	return bare, user, pass, hasUser
-}
-
-// splitUserinfoPass is splitUserinfo, also telling whether a password
-// (even an empty one) was written.
-func splitUserinfoPass(raw string) (bare, user, pass string, hasUser, hasPass bool) {
+// password, and quotes what it rejects) never holds the password. hasPass
+// tells whether a password (even an empty one) was written.
+func splitUserinfo(raw string) (bare, user, pass string, hasUser, hasPass bool) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return raw, "", "", false, false
@@ -102,7 +96,7 @@ func splitUserinfoPass(raw string) (bare, user, pass string, hasUser, hasPass bo
 }
 
 func parseMySQL(raw string) (*URL, error) {
-	bare, user, pass, hasUser, hasPass := splitUserinfoPass(raw)
+	bare, user, pass, hasUser, hasPass := splitUserinfo(raw)
 	u, err := url.Parse(bare) // no password in it, nor in its errors
 	if err != nil {
 		return nil, fmt.Errorf("db: parse connection URL: %w", err)
