@@ -189,7 +189,7 @@ type X509Opts struct {
 	TermOfValidity         int      `ini:"term_of_validity" default:"1825" min:"1" help:"Number of days for which a certificate is valid."`
 	RSAKeySize             int      `ini:"rsa_key_size" default:"2048" min:"1024" help:"Size of generated private key."`
 	KeyPoolSize            int      `ini:"key_pool_size" default:"4" min:"0" help:"Number of RSA private keys generated ahead of time in the background, so that cluster creation does not wait for key generation. 0 disables the pool."`
-	RefuseSystemMastersCSR bool     `ini:"refuse_system_masters_csr" default:"true" help:"Refuse to sign certificate signing requests whose subject organization is system:masters (Kubernetes cluster-admin), unless the CA being used is the cluster's own admin path."`
+	RefuseSystemMastersCSR bool     `ini:"refuse_system_masters_csr" default:"true" help:"Refuse to sign certificate signing requests whose subject organization is system:masters (Kubernetes cluster-admin) unless the caller has the admin role. Magnum signs them for anyone allowed certificate:create, and python-magnumclient's 'openstack coe cluster config' asks for system:masters: set this to false to let project members get a kubeconfig as with Magnum."`
 }
 
 // ClusterOpts is the [cluster] group.
