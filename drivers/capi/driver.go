@@ -654,7 +654,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		var res ngResult
 		var addrs []string
 		if ng.Role == objects.RoleMaster {
-			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, now, createDeadlineFor(ng, createDeadline))
+			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, now, d.createDeadlineFor(c, ng, createDeadline))
 			for _, m := range obs.Machines {
 				if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 					if a := machineAddress(m); a != "" {
@@ -675,7 +675,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 				}
 			}
 			auto := isAutoscaled(labels, ng)
-			res = mapWorkerNodeGroup(ng, md, machines, auto, now, createDeadlineFor(ng, createDeadline))
+			res = mapWorkerNodeGroup(ng, md, machines, auto, now, d.createDeadlineFor(c, ng, createDeadline))
 			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
 				ng.NodeCount = int64(*md.Spec.Replicas)
 			}
@@ -733,11 +733,28 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	return nil
 }
 
-func createDeadlineFor(ng *objects.NodeGroup, clusterDeadline time.Time) time.Time {
-	if ng.Status == objects.CreateInProgress {
-		return clusterDeadline
+// createDeadlineFor is when a nodegroup in CREATE_IN_PROGRESS has failed:
+// the cluster's create deadline for the nodegroups created with it, and
+// created_at + the cluster's create timeout for one added later (else a
+// nodegroup added after that deadline would fail at its first sync).
+func (d *Driver) createDeadlineFor(c *objects.Cluster, ng *objects.NodeGroup, clusterDeadline time.Time) time.Time {
+	if ng.Status != objects.CreateInProgress {
+		return time.Time{}
 	}
-	return time.Time{}
+	if ng.CreatedAt != nil {
+		if own := ng.CreatedAt.Add(d.createTimeout(c)); own.After(clusterDeadline) {
+			return own
+		}
+	}
+	return clusterDeadline
+}
+
+// createTimeout is the cluster's create_timeout, or the driver's default.
+func (d *Driver) createTimeout(c *objects.Cluster) time.Duration {
+	if n := deref(c.CreateTimeout); n > 0 {
+		return time.Duration(n) * time.Minute
+	}
+	return d.opts.CreateTimeout
 }
 
 func setReason(p **string, reason string) {
@@ -763,11 +780,7 @@ func (d *Driver) createDeadline(c *objects.Cluster, cl *clusterv1.Cluster) time.
 	if c.CreatedAt == nil {
 		return time.Time{}
 	}
-	timeout := d.opts.CreateTimeout
-	if n := deref(c.CreateTimeout); n > 0 {
-		timeout = time.Duration(n) * time.Minute
-	}
-	return c.CreatedAt.Add(timeout)
+	return c.CreatedAt.Add(d.createTimeout(c))
 }
 
 // ValidateMasterResize implements drivers.MasterResizeValidator: the

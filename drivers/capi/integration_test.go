@@ -1128,3 +1128,43 @@ func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
 	e.d.noteWritten(p.r, gen) // the cache holds what we wrote
 	e.syncUntil(t, c, objects.UpdateComplete, "")
 }
+
+// TestNodeGroupAddedLaterHasItsOwnCreateDeadline: a nodegroup created after
+// the cluster's create deadline has passed gets its own (created_at + the
+// create timeout); it is not failed at its first status sync.
+func TestNodeGroupAddedLaterHasItsOwnCreateDeadline(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	later := time.Now().Add(3 * time.Hour)
+	e.now.Store(&later)
+	c.Status = objects.UpdateInProgress
+	ng := &objects.NodeGroup{UUID: "ng-late", Name: "late", NodeCount: 1, Role: objects.RoleWorker, ClusterID: *c.UUID,
+		Status: objects.CreateInProgress, CreatedAt: &later}
+	e.store.mu.Lock()
+	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], ng)
+	e.store.mu.Unlock()
+	if err := e.d.CreateNodeGroup(context.Background(), c, ng); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new MachineDeployment cached", func() (bool, string) {
+		mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments
+		return len(mds) == 2, fmt.Sprintf("%d machine deployments", len(mds))
+	})
+	for range 3 {
+		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ng.Status != objects.CreateInProgress {
+		t.Fatalf("a nodegroup created 3 h after its cluster is %s right away: %s", ng.Status, deref(ng.StatusReason))
+	}
+	// Past its own deadline it fails, as any create does.
+	much := later.Add(2 * time.Hour)
+	e.now.Store(&much)
+	if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		t.Fatal(err)
+	}
+	if ng.Status != objects.CreateFailed {
+		t.Fatalf("past its own deadline the nodegroup is %s", ng.Status)
+	}
+}
