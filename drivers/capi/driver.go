@@ -650,6 +650,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	}
 	labels, _ := d.opts.Labels.Parse(c.Labels) // already validated at create; defaults on error
 
+	var failedNow []string // nodegroups that failed at this sync
 	for _, ng := range ngs {
 		var res ngResult
 		var addrs []string
@@ -686,12 +687,16 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		}
 		if res.Status != ng.Status {
 			d.log.Info("nodegroup status changed", append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "from", ng.Status, "to", res.Status)...)
+			if strings.HasSuffix(res.Status, "_FAILED") {
+				failedNow = append(failedNow, fmt.Sprintf("nodegroup %s %s: %s", ng.Name, res.Status, res.Reason))
+			}
 			ng.Status = res.Status
 		}
 		setReason(&ng.StatusReason, res.Reason)
 	}
 
 	res := mapClusterStatus(c.Status, obs, ngs, now, createDeadline, deleteDeadline)
+	res = failedDuringSync(c.Status, res, failedNow)
 	if res.Gone && c.Status == objects.DeleteInProgress {
 		ns := r.Namespace
 		if !ok { // create never got as far as stack_id: secrets may still exist
@@ -731,6 +736,23 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		}
 	}
 	return nil
+}
+
+// failedDuringSync fails a create or an update still in progress when one
+// of its nodegroups failed at this sync: the operation cannot complete.
+func failedDuringSync(current string, res statusResult, failed []string) statusResult {
+	if len(failed) == 0 || res.Status != current {
+		return res
+	}
+	switch current {
+	case objects.CreateInProgress:
+		return statusResult{Status: objects.CreateFailed, Reason: strings.Join(failed, "; ")}
+	case objects.UpdateInProgress:
+		return statusResult{Status: objects.UpdateFailed, Reason: strings.Join(failed, "; ")}
+	case objects.RollbackInProgress:
+		return statusResult{Status: objects.RollbackFailed, Reason: strings.Join(failed, "; ")}
+	}
+	return res
 }
 
 // createDeadlineFor is when a nodegroup in CREATE_IN_PROGRESS has failed:

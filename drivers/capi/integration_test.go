@@ -1168,3 +1168,35 @@ func TestNodeGroupAddedLaterHasItsOwnCreateDeadline(t *testing.T) {
 		t.Fatalf("past its own deadline the nodegroup is %s", ng.Status)
 	}
 }
+
+// TestFailedNodeGroupsAndUpdates: a nodegroup that failed before an update
+// does not hold the cluster in UPDATE_IN_PROGRESS; one that fails during
+// it (here: past its create deadline) fails the update, naming it.
+func TestFailedNodeGroupsAndUpdates(t *testing.T) {
+	e := newEnv(t)
+	c, _ := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	old := &objects.NodeGroup{UUID: "ng-old", Name: "old", NodeCount: 1, Role: objects.RoleWorker, ClusterID: *c.UUID,
+		Status: objects.CreateFailed, StatusReason: ptr("quota exceeded")}
+	e.store.mu.Lock()
+	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], old)
+	e.store.mu.Unlock()
+	c.Status = objects.UpdateInProgress
+	e.syncUntil(t, c, objects.UpdateComplete, "")
+	if old.Status != objects.CreateFailed {
+		t.Fatalf("the old failed nodegroup became %s", old.Status)
+	}
+
+	now := time.Now()
+	late := &objects.NodeGroup{UUID: "ng-late", Name: "late", NodeCount: 1, Role: objects.RoleWorker, ClusterID: *c.UUID,
+		Status: objects.CreateInProgress, CreatedAt: &now}
+	e.store.mu.Lock()
+	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], late)
+	e.store.mu.Unlock()
+	if err := e.d.CreateNodeGroup(context.Background(), c, late); err != nil {
+		t.Fatal(err)
+	}
+	c.Status = objects.UpdateInProgress
+	past := now.Add(2 * time.Hour)
+	e.now.Store(&past)
+	e.syncUntil(t, c, objects.UpdateFailed, "nodegroup late CREATE_FAILED")
+}

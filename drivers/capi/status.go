@@ -206,6 +206,20 @@ func allComplete(ngs []*objects.NodeGroup) bool {
 	return true
 }
 
+// noneInProgress reports whether every nodegroup has settled, completed or
+// failed. An update waits for this, not for every nodegroup to be
+// complete: a nodegroup that had failed before the update would hold it in
+// UPDATE_IN_PROGRESS for ever. One that fails during the update fails it
+// (failedDuringSync).
+func noneInProgress(ngs []*objects.NodeGroup) bool {
+	for _, ng := range ngs {
+		if strings.HasSuffix(ng.Status, "_IN_PROGRESS") {
+			return false
+		}
+	}
+	return true
+}
+
 func settled(conds []metav1.Condition) bool {
 	return !isTrue(conds, clusterv1.RollingOutCondition) && !isTrue(conds, clusterv1.ScalingUpCondition) &&
 		!isTrue(conds, clusterv1.ScalingDownCondition)
@@ -265,7 +279,7 @@ func mapClusterStatus(current string, obs observation, ngs []*objects.NodeGroup,
 			isFalse(cl.Status.Conditions, clusterv1.RollingOutCondition) &&
 			isFalse(cl.Status.Conditions, clusterv1.ScalingUpCondition) &&
 			isFalse(cl.Status.Conditions, clusterv1.ScalingDownCondition) &&
-			topo != nil && topo.Status == metav1.ConditionTrue && allComplete(ngs) {
+			topo != nil && topo.Status == metav1.ConditionTrue && noneInProgress(ngs) {
 			return statusResult{Status: complete}
 		}
 		infraMsg, _ := worstInfraMessage(obs)

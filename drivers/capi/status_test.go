@@ -338,3 +338,30 @@ func TestCheckUpgrade(t *testing.T) {
 		}
 	}
 }
+
+func TestFailedDuringSync(t *testing.T) {
+	inProgress := statusResult{Status: objects.UpdateInProgress, Reason: "waiting"}
+	for _, tc := range []struct {
+		current string
+		res     statusResult
+		failed  []string
+		want    statusResult
+	}{
+		{objects.UpdateInProgress, inProgress, nil, inProgress},
+		{objects.UpdateInProgress, inProgress, []string{"nodegroup a CREATE_FAILED: x"},
+			statusResult{Status: objects.UpdateFailed, Reason: "nodegroup a CREATE_FAILED: x"}},
+		{objects.CreateInProgress, statusResult{Status: objects.CreateInProgress}, []string{"a", "b"},
+			statusResult{Status: objects.CreateFailed, Reason: "a; b"}},
+		{objects.RollbackInProgress, statusResult{Status: objects.RollbackInProgress}, []string{"a"},
+			statusResult{Status: objects.RollbackFailed, Reason: "a"}},
+		// A result the cluster reached anyway, and a delete, are left alone.
+		{objects.UpdateInProgress, statusResult{Status: objects.UpdateFailed, Reason: "topology"}, []string{"a"},
+			statusResult{Status: objects.UpdateFailed, Reason: "topology"}},
+		{objects.DeleteInProgress, statusResult{Status: objects.DeleteInProgress}, []string{"a"},
+			statusResult{Status: objects.DeleteInProgress}},
+	} {
+		if got := failedDuringSync(tc.current, tc.res, tc.failed); got != tc.want {
+			t.Errorf("%s %+v %v: %+v, want %+v", tc.current, tc.res, tc.failed, got, tc.want)
+		}
+	}
+}
