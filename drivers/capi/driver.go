@@ -54,6 +54,42 @@ type Driver struct {
 	// apply produced, until the informer cache has caught up with it.
 	writtenMu sync.Mutex
 	written   map[string]int64
+
+	// deleteRequested holds, per Cluster, when this driver last asked for
+	// its deletion; the annotationDeleteRequested it also writes reaches
+	// the informer cache (and other conductors) a little later.
+	deleteMu        sync.Mutex
+	deleteRequested map[string]time.Time
+}
+
+// deleteStart is when the current attempt to delete the Cluster r began:
+// the latest of its deletionTimestamp, the delete-requested annotation and
+// this driver's own record. A delete retried after DELETE_FAILED gets a
+// new delete_timeout from it.
+func (d *Driver) deleteStart(r ref, cl *clusterv1.Cluster) time.Time {
+	start := cl.DeletionTimestamp.Time
+	if t, err := time.Parse(time.RFC3339, cl.Annotations[annotationDeleteRequested]); err == nil && t.After(start) {
+		start = t
+	}
+	d.deleteMu.Lock()
+	defer d.deleteMu.Unlock()
+	if t, ok := d.deleteRequested[r.Namespace+"/"+r.Name]; ok && t.After(start) {
+		start = t
+	}
+	return start
+}
+
+func (d *Driver) noteDeleteRequested(r ref, at time.Time) {
+	d.deleteMu.Lock()
+	defer d.deleteMu.Unlock()
+	if at.IsZero() {
+		delete(d.deleteRequested, r.Namespace+"/"+r.Name)
+		return
+	}
+	if d.deleteRequested == nil {
+		d.deleteRequested = map[string]time.Time{}
+	}
+	d.deleteRequested[r.Namespace+"/"+r.Name] = at
 }
 
 // noteWritten records the generation an apply of the Cluster r produced.
@@ -588,6 +624,15 @@ func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
 		d.log.Info("cluster has no CAPI cluster to delete", d.logAttrs(ctx, c)...)
 		return nil
 	}
+	// When this attempt began, for its delete_timeout (a retry after
+	// DELETE_FAILED starts a new one).
+	now := d.now().UTC()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationDeleteRequested, now.Format(time.RFC3339))
+	if _, err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Patch(ctx, r.Name, types.MergePatchType,
+		[]byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("capi: annotate Cluster %s for deletion: %w", r, err)
+	}
+	d.noteDeleteRequested(r, now)
 	fg := metav1.DeletePropagationForeground
 	err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{PropagationPolicy: &fg})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -646,7 +691,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	createDeadline := d.createDeadline(c, obs.Cluster)
 	var deleteDeadline time.Time
 	if obs.Cluster != nil && obs.Cluster.DeletionTimestamp != nil {
-		deleteDeadline = obs.Cluster.DeletionTimestamp.Add(d.opts.DeleteTimeout)
+		deleteDeadline = d.deleteStart(r, obs.Cluster).Add(d.opts.DeleteTimeout)
 	}
 	labels, _ := d.opts.Labels.Parse(c.Labels) // already validated at create; defaults on error
 
@@ -698,6 +743,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	res := mapClusterStatus(c.Status, obs, ngs, now, createDeadline, deleteDeadline)
 	res = failedDuringSync(c.Status, res, failedNow)
 	if res.Gone && c.Status == objects.DeleteInProgress {
+		d.noteDeleteRequested(r, time.Time{})
 		ns := r.Namespace
 		if !ok { // create never got as far as stack_id: secrets may still exist
 			ns = namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID))

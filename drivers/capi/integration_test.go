@@ -1200,3 +1200,45 @@ func TestFailedNodeGroupsAndUpdates(t *testing.T) {
 	e.now.Store(&past)
 	e.syncUntil(t, c, objects.UpdateFailed, "nodegroup late CREATE_FAILED")
 }
+
+// TestDeleteRetriedAfterDeleteFailedGetsANewTimeout: delete_timeout runs
+// from the start of each delete attempt, so a delete retried after
+// DELETE_FAILED is not failed again at its first sync; the start is on the
+// Cluster for other conductors.
+func TestDeleteRetriedAfterDeleteFailedGetsANewTimeout(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	ctx := context.Background()
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":["cluster.cluster.x-k8s.io"]}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Status = objects.DeleteInProgress
+	if err := e.d.DeleteCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = []metav1.Condition{condition("Deleting", T, "WaitingForWorkersDeletion", "x")}
+	})
+	e.syncUntil(t, c, objects.DeleteInProgress, "WaitingForWorkersDeletion")
+	later := time.Now().Add(2 * time.Hour)
+	e.now.Store(&later)
+	e.syncUntil(t, c, objects.DeleteFailed, "timed out")
+
+	c.Status = objects.DeleteInProgress // the operator deletes again
+	if err := e.d.DeleteCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != objects.DeleteInProgress {
+		t.Fatalf("a retried delete is %s at its first sync: %s", c.Status, deref(c.StatusReason))
+	}
+	if got := e.getCluster(t, p.r).Annotations[annotationDeleteRequested]; got != later.UTC().Format(time.RFC3339) {
+		t.Fatalf("delete-requested annotation %q, want %s", got, later.UTC().Format(time.RFC3339))
+	}
+	much := later.Add(2 * time.Hour)
+	e.now.Store(&much)
+	e.syncUntil(t, c, objects.DeleteFailed, "timed out")
+}

@@ -22,6 +22,7 @@ const (
 	annotationTemplateID         = "magnum.openstack.org/cluster-template-id"
 	annotationPreviousTemplateID = "magnum.openstack.org/previous-cluster-template-id"
 	annotationCreateDeadline     = "magnum.openstack.org/create-deadline"
+	annotationDeleteRequested    = "magnum.openstack.org/delete-requested-at"
 	annotationCredentialID       = "magnum.openstack.org/credential-id"
 	// workerClass is the MachineDeployment class of every nodegroup.
 	workerClass = "default-worker"
