@@ -187,6 +187,8 @@ func TestValues(t *testing.T) {
 				eq(t, c.Rabbit.SSLCAFile, "/ca")
 				eq(t, c.Rabbit.KombuMissingConsumerRetryTimeout, 9*time.Second)
 			}},
+		{"oslo.messaging's pool size in its deprecated DEFAULT group", []string{"[DEFAULT]\nrpc_conn_pool_size = 77\n"},
+			func(t *testing.T, c *Config) { eq(t, c.Rabbit.RPCConnPoolSize, 77) }},
 		{"current name beats deprecated name in one file", []string{"[database]\nconnection = sqlite:///new\n[DEFAULT]\nsql_connection = sqlite:///old\n"},
 			func(t *testing.T, c *Config) { eq(t, c.Database.Connection, "sqlite:///new") }},
 		{"newer file beats older even with a deprecated name", []string{"[database]\nconnection = sqlite:///a\n", "[DEFAULT]\nsql_connection = sqlite:///b\n"},

@@ -157,7 +157,7 @@ type RabbitOpts struct {
 	KombuReconnectDelay              time.Duration `ini:"kombu_reconnect_delay" type:"float" unit:"s" default:"1.0" min:"0" help:"How long to wait (in seconds) before reconnecting in response to an AMQP consumer cancel notification."`
 	KombuFailoverStrategy            string        `ini:"kombu_failover_strategy" default:"round-robin" choices:"round-robin|shuffle" help:"Determines how the next RabbitMQ node is chosen in case the one we are currently connected to becomes unavailable. Takes effect only if more than one RabbitMQ node is provided in config."`
 	KombuMissingConsumerRetryTimeout time.Duration `ini:"kombu_missing_consumer_retry_timeout" unit:"s" default:"60" deprecated:"oslo_messaging_rabbit.kombu_reconnect_timeout" help:"How long to wait a missing client before abandoning to send it its replies. This value should not be longer than rpc_response_timeout."`
-	RPCConnPoolSize                  int           `ini:"rpc_conn_pool_size" default:"30" min:"1" help:"Size of RPC connection pool."`
+	RPCConnPoolSize                  int           `ini:"rpc_conn_pool_size" default:"30" min:"1" deprecated:"DEFAULT.rpc_conn_pool_size" help:"Size of RPC connection pool."`
 	ConnPoolMinSize                  int           `ini:"conn_pool_min_size" default:"2" help:"The pool size limit for connections expiration policy"`
 	ConnPoolTTL                      time.Duration `ini:"conn_pool_ttl" unit:"s" default:"1200" help:"The time-to-live in sec of idle connections in the pool"`
 	SSLEnforceFIPSMode               bool          `ini:"ssl_enforce_fips_mode" default:"false" help:"Global toggle for enforcing the OpenSSL FIPS mode. Deprecated for removal: the FIPS_mode_set API was removed in OpenSSL 3.0.0 and this option has no effect now."`
@@ -232,15 +232,15 @@ type DriversOpts struct {
 // CAPIDriverOpts is the [capi_driver] group (the Cluster API driver, new in
 // the Go conductor).
 type CAPIDriverOpts struct {
-	Kubeconfig          string            `ini:"kubeconfig" default:"" help:"Path to the kubeconfig of the management cluster that runs Cluster API. Empty uses the in-cluster configuration, then KUBECONFIG, then ~/.kube/config."`
+	Kubeconfig          string            `ini:"kubeconfig" default:"" help:"Path to the kubeconfig of the management cluster that runs Cluster API. Empty uses the in-cluster configuration (the conductor running in a pod of that cluster); KUBECONFIG and ~/.kube/config are not read."`
 	NamespacePrefix     string            `ini:"namespace_prefix" default:"magnum-" help:"Prefix of the per-project namespace in the management cluster: <prefix><project_id>."`
-	ClusterClassName    string            `ini:"cluster_class_name" default:"magnum" help:"Name of the ClusterClass the driver's Cluster objects refer to."`
-	ClusterClassVersion string            `ini:"cluster_class_version" default:"" help:"Version suffix of the ClusterClass (the class used is <name>-<version>); empty uses the name alone."`
+	ClusterClassName    string            `ini:"cluster_class_name" default:"magnum" help:"Not used: the driver names the ClusterClasses it installs magnum-<cluster_class_version>. A warning is logged when this is set to anything but magnum."`
+	ClusterClassVersion string            `ini:"cluster_class_version" default:"" help:"Version of the ClusterClass the driver installs and its Cluster objects refer to (the class is magnum-<version>); empty uses the newest this driver ships."`
 	CreateTimeout       time.Duration     `ini:"create_timeout" unit:"min" default:"60" min:"1" help:"Minutes a cluster may stay in CREATE_IN_PROGRESS before it is marked CREATE_FAILED, when the cluster sets no create_timeout."`
 	DeleteTimeout       time.Duration     `ini:"delete_timeout" unit:"min" default:"60" min:"1" help:"Minutes a cluster may stay in DELETE_IN_PROGRESS before it is marked DELETE_FAILED."`
 	FlavorLabelDefaults map[string]string `ini:"flavor_label_defaults" help:"Labels applied to every cluster unless the template or cluster sets them, as key:value pairs, for example boot_volume_size:20,boot_volume_type:ssd."`
-	MinFlavorRAMMB      int               `ini:"min_flavor_ram_mb" default:"2048" min:"0" help:"Smallest flavor RAM, in MB, accepted for Kubernetes nodes."`
-	MinFlavorVCPUs      int               `ini:"min_flavor_vcpus" default:"2" min:"0" help:"Smallest number of vCPUs accepted for Kubernetes nodes."`
+	MinFlavorRAMMB      int               `ini:"min_flavor_ram_mb" default:"2048" min:"0" help:"Smallest flavor RAM, in MB, accepted for Kubernetes nodes. Not enforced by this driver version, which does not look flavors up: a warning is logged when it is changed."`
+	MinFlavorVCPUs      int               `ini:"min_flavor_vcpus" default:"2" min:"0" help:"Smallest number of vCPUs accepted for Kubernetes nodes. Not enforced by this driver version, which does not look flavors up: a warning is logged when it is changed."`
 	KubeconfigContext   string            `ini:"kubeconfig_context" default:"" help:"Context of the kubeconfig to use; empty uses its current context."`
 	StartTimeout        time.Duration     `ini:"start_timeout" unit:"s" default:"60" min:"1" help:"Seconds one start attempt of the Cluster API driver may take (the management cluster answers and the driver's caches fill). The conductor waits for the first attempt only; when it fails, the driver stays registered but refuses every operation, and retries in the background (pauses doubling from 5 s to 5 min) until the management cluster answers."`
 	ResyncPeriod        time.Duration     `ini:"resync_period" unit:"s" default:"600" min:"0" help:"Seconds between full resyncs of the driver's watch caches of Cluster API objects; 0 disables periodic resyncs."`

@@ -108,6 +108,10 @@ func buildCAPIDriver(ctx context.Context, cfg *config.Config, getenv func(string
 	if len(c.FlavorLabelDefaults) > 0 {
 		log.Warn("[capi_driver]/flavor_label_defaults is not applied by this driver version")
 	}
+	if c.MinFlavorRAMMB != 2048 || c.MinFlavorVCPUs != 2 {
+		log.Warn("[capi_driver]/min_flavor_ram_mb and min_flavor_vcpus are not enforced by this driver version",
+			"min_flavor_ram_mb", c.MinFlavorRAMMB, "min_flavor_vcpus", c.MinFlavorVCPUs)
+	}
 	var cloudCACert string
 	if c.CloudCAFile != "" {
 		b, err := os.ReadFile(c.CloudCAFile)

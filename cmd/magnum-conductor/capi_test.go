@@ -276,3 +276,22 @@ func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
 		t.Fatalf("driver %s, logs:\n%s", d.Name(), logs.String())
 	}
 }
+
+// TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout: options a magnum.conf
+// may carry that this driver version does not apply are named in a
+// warning at start, rather than silently ignored.
+func TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 1\n"+
+		"min_flavor_ram_mb = 4096\ncluster_class_name = other\n")
+	logs := &harness.SyncBuffer{}
+	if _, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cluster_class_name is ignored", "min_flavor_ram_mb and min_flavor_vcpus are not enforced"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no warning %q in:\n%s", want, logs.String())
+		}
+	}
+}

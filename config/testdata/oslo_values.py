@@ -78,7 +78,7 @@ def register_real(conf):
     oslo_messaging.set_transport_defaults("magnum")
     try:
         from oslo_messaging._drivers import base
-        conf.register_opts(base.base_opts)
+        conf.register_opts(base.base_opts, group="oslo_messaging_rabbit")  # impl_rabbit does
     except Exception:  # pragma: no cover - older layouts
         pass
     try:
