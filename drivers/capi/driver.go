@@ -885,15 +885,26 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ driver
 	if len(nodesToRemove) > 0 {
 		obs := d.cache.observe(r.Namespace, r.Name)
 		mdName := mdNameFor(ng)
+		inNG := func(m *clusterv1.Machine) bool {
+			if ng.Role == objects.RoleMaster {
+				_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
+				return cp
+			}
+			return m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName
+		}
+		// The nodegroup's size now, from its Machines: the conductor has
+		// already set ng.NodeCount to the new size.
+		current := 0
+		for _, m := range obs.Machines {
+			if inNG(m) {
+				current++
+			}
+		}
 		var missing []string
 		for _, want := range nodesToRemove {
 			found := ""
 			for _, m := range obs.Machines {
-				inNG := m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName
-				if ng.Role == objects.RoleMaster {
-					_, inNG = m.Labels[clusterv1.MachineControlPlaneLabel]
-				}
-				if !inNG {
+				if !inNG(m) {
 					continue
 				}
 				if m.Name == want || m.Status.NodeRef.Name == want ||
@@ -911,8 +922,8 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ driver
 		if len(missing) > 0 {
 			return invalid("Nodes %s are not in nodegroup %s.", strings.Join(missing, ", "), ng.Name)
 		}
-		if len(victims) > int(ng.NodeCount)-nodeCount && int(ng.NodeCount) > nodeCount {
-			return invalid("%d nodes to remove but the nodegroup only shrinks by %d.", len(victims), int(ng.NodeCount)-nodeCount)
+		if current > nodeCount && len(victims) > current-nodeCount {
+			return invalid("%d nodes to remove but the nodegroup only shrinks by %d.", len(victims), current-nodeCount)
 		}
 	}
 	for _, name := range victims {

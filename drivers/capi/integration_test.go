@@ -816,6 +816,24 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	if ng.NodeCount != 3 {
 		t.Errorf("node_count changed on refusal: %d", ng.NodeCount)
 	}
+	// More nodes to remove than the shrink, with the nodegroup as the
+	// conductor passes it (node_count already the new size): refused, and
+	// no Machine is marked.
+	asSent := *ng
+	asSent.NodeCount = 2
+	err = e.d.ResizeCluster(context.Background(), c, nil, 2, []string{"srv-default-worker-1", "srv-default-worker-2"}, &asSent)
+	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "only shrinks by 1") {
+		t.Fatalf("two nodes to remove for a shrink by one: err = %v", err)
+	}
+	for i := range 3 {
+		u, err := e.dyn.Resource(gvrMachine).Namespace(p.r.Namespace).Get(context.Background(), fmt.Sprintf("%s-default-worker-%d", p.r.Name, i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.GetAnnotations()[clusterv1.DeleteMachineAnnotation]; got != "" {
+			t.Fatalf("machine %d marked for deletion by a refused resize", i)
+		}
+	}
 	// By server UUID and by node name.
 	if err := e.d.ResizeCluster(context.Background(), c, nil, 1, []string{"srv-default-worker-1", p.r.Name + "-default-worker-2-node"}, ng); err != nil {
 		t.Fatal(err)
