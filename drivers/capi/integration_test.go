@@ -1168,23 +1168,26 @@ func TestNodeGroupAddedLaterHasItsOwnCreateDeadline(t *testing.T) {
 		mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments
 		return len(mds) == 2, fmt.Sprintf("%d machine deployments", len(mds))
 	})
-	for range 3 {
+	// A sync judges the nodegroup once the cache has seen the apply (until
+	// then it leaves everything as it is).
+	eventually(t, "the new nodegroup judged", func() (bool, string) {
 		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return deref(ng.StatusReason) != "", ng.Status
+	})
 	if ng.Status != objects.CreateInProgress {
 		t.Fatalf("a nodegroup created 3 h after its cluster is %s right away: %s", ng.Status, deref(ng.StatusReason))
 	}
 	// Past its own deadline it fails, as any create does.
 	much := later.Add(2 * time.Hour)
 	e.now.Store(&much)
-	if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
-		t.Fatal(err)
-	}
-	if ng.Status != objects.CreateFailed {
-		t.Fatalf("past its own deadline the nodegroup is %s", ng.Status)
-	}
+	eventually(t, "the nodegroup failed past its own deadline", func() (bool, string) {
+		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+		return ng.Status == objects.CreateFailed, ng.Status + ": " + deref(ng.StatusReason)
+	})
 }
 
 // TestFailedNodeGroupsAndUpdates: a nodegroup that failed before an update
