@@ -514,6 +514,12 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 		return fmt.Errorf("capi: issue cloud credential: %w", err)
 	}
 	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, credentialSecretName(r.Name), cred)); err != nil {
+		// No Secret names the credential, so the clean-up at deletion
+		// would never find it: revoke it now.
+		if rerr := d.deps.Credentials.Revoke(context.WithoutCancel(ctx), c, cred.ID); rerr != nil {
+			log.Error("cannot revoke the cloud credential whose Secret was not written", "credential_id", cred.ID,
+				"error", rerr.Error())
+		}
 		return err
 	}
 	for _, kind := range []CAKind{CAKubernetes, CAEtcd, CAFrontProxy} {

@@ -1263,3 +1263,39 @@ func TestDeleteRetriedAfterDeleteFailedGetsANewTimeout(t *testing.T) {
 	e.now.Store(&much)
 	e.syncUntil(t, c, objects.DeleteFailed, "timed out")
 }
+
+// secretFailingCore fails writing the cloud-credentials Secret.
+type secretFailingCore struct{ Core }
+
+func (c secretFailingCore) ApplySecret(ctx context.Context, s *corev1.Secret) error {
+	if strings.HasSuffix(s.Name, "-cloud-credentials") {
+		return errors.New("admission webhook denied the request")
+	}
+	return c.Core.ApplySecret(ctx, s)
+}
+
+// TestCredentialRevokedWhenItsSecretCannotBeWritten: a cloud credential
+// issued for a create whose Secret write fails is revoked at once; no
+// Secret names it, so the clean-up at deletion would never find it.
+func TestCredentialRevokedWhenItsSecretCannotBeWritten(t *testing.T) {
+	e := newEnv(t)
+	d, err := New(Options{CreateTimeout: time.Hour}, Deps{Dynamic: e.dyn, Core: secretFailingCore{e.core}, Certs: fakeCerts{},
+		Credentials: e.creds, Store: e.store, Now: func() time.Time { return *e.now.Load() }}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := e.newCluster("no-secret", map[string]string{"kube_tag": "v1.33.4"})
+	if err := d.CreateCluster(ctx, c, 60); err == nil || !strings.Contains(err.Error(), "webhook denied") {
+		t.Fatalf("create: %v", err)
+	}
+	e.creds.mu.Lock()
+	defer e.creds.mu.Unlock()
+	if e.creds.n != 1 || len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
+		t.Fatalf("issued %d, revoked %v; want the one issued revoked", e.creds.n, e.creds.revoked)
+	}
+}
