@@ -606,6 +606,24 @@ func (p *capi) clusterStatus(mutate func(st *clusterv1.ClusterStatus)) {
 	})
 }
 
+// heldDeletion deletes c while a finalizer held by "CAPI" keeps its Cluster
+// around, reporting Deleting with message.
+func (p *capi) heldDeletion(c *objects.Cluster, message string) {
+	p.t.Helper()
+	ctx := context.Background()
+	if _, err := p.e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":["cluster.cluster.x-k8s.io"]}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
+		p.t.Fatal(err)
+	}
+	c.Status = objects.DeleteInProgress
+	if err := p.e.d.DeleteCluster(ctx, c); err != nil {
+		p.t.Fatal(err)
+	}
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = []metav1.Condition{condition("Deleting", T, "WaitingForWorkersDeletion", message)}
+	})
+}
+
 // createdCluster creates a cluster with one master and the given workers and
 // plays CAPI until it is CREATE_COMPLETE.
 func createdCluster(t *testing.T, e *env, workers map[string]int32) (*objects.Cluster, *capi) {
@@ -973,18 +991,7 @@ func TestDeleteWaitsForTheClusterThenRemovesSecrets(t *testing.T) {
 	e := newEnv(t)
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
 	ctx := context.Background()
-	// A finalizer held by "CAPI" keeps the Cluster around.
-	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
-		[]byte(`{"metadata":{"finalizers":["cluster.cluster.x-k8s.io"]}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
-		t.Fatal(err)
-	}
-	c.Status = objects.DeleteInProgress
-	if err := e.d.DeleteCluster(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
-		st.Conditions = []metav1.Condition{condition("Deleting", T, "WaitingForWorkersDeletion", "MachineDeployments default-worker are being deleted")}
-	})
+	p.heldDeletion(c, "MachineDeployments default-worker are being deleted")
 	e.syncUntil(t, c, objects.DeleteInProgress, "Deleting True (WaitingForWorkersDeletion): MachineDeployments default-worker")
 	if cl := e.getCluster(t, p.r); cl.DeletionTimestamp == nil {
 		t.Fatal("Cluster not marked for deletion")
@@ -1230,17 +1237,7 @@ func TestDeleteRetriedAfterDeleteFailedGetsANewTimeout(t *testing.T) {
 	e := newEnv(t)
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
 	ctx := context.Background()
-	if _, err := e.dyn.Resource(gvrCluster).Namespace(p.r.Namespace).Patch(ctx, p.r.Name, "application/merge-patch+json",
-		[]byte(`{"metadata":{"finalizers":["cluster.cluster.x-k8s.io"]}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
-		t.Fatal(err)
-	}
-	c.Status = objects.DeleteInProgress
-	if err := e.d.DeleteCluster(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
-		st.Conditions = []metav1.Condition{condition("Deleting", T, "WaitingForWorkersDeletion", "x")}
-	})
+	p.heldDeletion(c, "x")
 	e.syncUntil(t, c, objects.DeleteInProgress, "WaitingForWorkersDeletion")
 	later := time.Now().Add(2 * time.Hour)
 	e.now.Store(&later)
