@@ -91,14 +91,7 @@ func sanitizedContext(rc *request.Context) map[string]any {
 			m[k] = nil
 		}
 	}
-	for k, v := range m {
-		if secretKey(k) {
-			m[k] = nil
-		} else {
-			m[k] = withoutSecrets(v)
-		}
-	}
-	return m
+	return withoutSecrets(m).(map[string]any)
 }
 
 // secretKey reports whether a context key names a secret: a token, a
