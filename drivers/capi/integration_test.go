@@ -606,6 +606,18 @@ func (p *capi) clusterStatus(mutate func(st *clusterv1.ClusterStatus)) {
 	})
 }
 
+// createNodeGroup stores ng as nodegroup_create does, then has the driver
+// create it.
+func (e *env) createNodeGroup(t *testing.T, c *objects.Cluster, ng *objects.NodeGroup) {
+	t.Helper()
+	e.store.mu.Lock()
+	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], ng)
+	e.store.mu.Unlock()
+	if err := e.d.CreateNodeGroup(context.Background(), c, ng); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // heldDeletion deletes c while a finalizer held by "CAPI" keeps its Cluster
 // around, reporting Deleting with message.
 func (p *capi) heldDeletion(c *objects.Cluster, message string) {
@@ -1165,12 +1177,7 @@ func TestNodeGroupAddedLaterHasItsOwnCreateDeadline(t *testing.T) {
 	c.Status = objects.UpdateInProgress
 	ng := &objects.NodeGroup{UUID: "ng-late", Name: "late", NodeCount: 1, Role: objects.RoleWorker, ClusterID: *c.UUID,
 		Status: objects.CreateInProgress, CreatedAt: &later}
-	e.store.mu.Lock()
-	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], ng)
-	e.store.mu.Unlock()
-	if err := e.d.CreateNodeGroup(context.Background(), c, ng); err != nil {
-		t.Fatal(err)
-	}
+	e.createNodeGroup(t, c, ng)
 	eventually(t, "the new MachineDeployment cached", func() (bool, string) {
 		mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments
 		return len(mds) == 2, fmt.Sprintf("%d machine deployments", len(mds))
@@ -1217,12 +1224,7 @@ func TestFailedNodeGroupsAndUpdates(t *testing.T) {
 	now := time.Now()
 	late := &objects.NodeGroup{UUID: "ng-late", Name: "late", NodeCount: 1, Role: objects.RoleWorker, ClusterID: *c.UUID,
 		Status: objects.CreateInProgress, CreatedAt: &now}
-	e.store.mu.Lock()
-	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], late)
-	e.store.mu.Unlock()
-	if err := e.d.CreateNodeGroup(context.Background(), c, late); err != nil {
-		t.Fatal(err)
-	}
+	e.createNodeGroup(t, c, late)
 	c.Status = objects.UpdateInProgress
 	past := now.Add(2 * time.Hour)
 	e.now.Store(&past)
