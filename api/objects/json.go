@@ -14,7 +14,11 @@ import (
 // no sorting of keys per object, no copies of strings. Lists of objects
 // (Cluster.list of a few hundred clusters) are encoded this way.
 func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, error) {
-	if o == nil || reflect.ValueOf(o).IsNil() {
+	if o == nil {
+		return append(dst, "null"...), nil
+	}
+	ov := reflect.ValueOf(o)
+	if ov.IsNil() {
 		return append(dst, "null"...), nil
 	}
 	ci := classOf(o)
@@ -22,38 +26,45 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 	if err != nil {
 		return dst, err
 	}
+	m := o.meta()
+	// A read-only object (a loaded list) has every field set and nothing
+	// changed: no per-field bookkeeping to consult.
+	loaded := m.readOnly
+	s := ov.Elem()
 	// Keys in sorted order: changes, data, name, namespace, version.
 	dst = append(dst, '{')
-	first := true
-	for _, c := range Changes(o) {
-		f, ok := ci.field(c)
-		if !ok || !writes(o, ci, f, v, opts) {
-			continue
+	if !loaded {
+		first := true
+		for _, c := range Changes(o) {
+			f, ok := ci.field(c)
+			if !ok || !writesValue(ci, f, s.Field(f.index), v, opts) || !isSet(o, f) {
+				continue
+			}
+			if first {
+				dst = append(dst, `"`+KeyChanges+`": [`...)
+				first = false
+			} else {
+				dst = append(dst, ", "...)
+			}
+			dst = pyjson.AppendString(dst, c)
 		}
-		if first {
-			dst = append(dst, `"`+KeyChanges+`": [`...)
-			first = false
-		} else {
-			dst = append(dst, ", "...)
+		if !first {
+			dst = append(dst, "], "...)
 		}
-		dst = pyjson.AppendString(dst, c)
-	}
-	if !first {
-		dst = append(dst, "], "...)
 	}
 	dst = append(dst, `"`+KeyData+`": {`...)
 	n := 0
 	for _, i := range ci.sorted {
 		f := &ci.fields[i]
-		if !writes(o, ci, f, v, opts) {
+		fv := s.Field(f.index)
+		if !writesValue(ci, f, fv, v, opts) || (!loaded && !isSet(o, f)) {
 			continue
 		}
 		if n > 0 {
 			dst = append(dst, ", "...)
 		}
 		n++
-		dst = append(pyjson.AppendString(dst, f.name), ": "...)
-		fv := fieldValue(o, f)
+		dst = append(dst, f.jsonKey...)
 		if f.kind == kObject {
 			child := fv.Interface().(Object)
 			copts := opts
@@ -74,17 +85,17 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 	}
 	dst = append(dst, `}, "`+KeyName+`": `...)
 	dst = pyjson.AppendString(dst, ci.name)
-	dst = append(dst, `, "`+KeyNamespace+`": "`+Namespace+`", "`+KeyVersion+`": `...)
-	dst = pyjson.AppendString(dst, v.String())
-	return append(dst, '}'), nil
+	dst = append(dst, `, "`+KeyNamespace+`": "`+Namespace+`", "`+KeyVersion+`": "`...)
+	dst = v.appendTo(dst)
+	return append(dst, '"', '}'), nil
 }
 
-// writes reports whether encodeData writes field f of o at version v.
-func writes(o Object, ci *classInfo, f *fieldInfo, v version, opts EncodeOptions) bool {
-	if !f.knows(v) || !isSet(o, f) {
+// writesValue reports whether a set field f, whose value is fv, is written
+// at version v.
+func writesValue(ci *classInfo, f *fieldInfo, fv reflect.Value, v version, opts EncodeOptions) bool {
+	if !f.knows(v) {
 		return false
 	}
-	fv := fieldValue(o, f)
 	if f.secret && !isZero(fv) && (ci.name != NameX509KeyPair || !opts.KeepKeys) {
 		return false
 	}
@@ -118,7 +129,7 @@ func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value) ([]byte, error) 
 		}
 		// The ISO layout is ASCII digits and separators: no escaping needed.
 		dst = append(dst, '"')
-		dst = v.Interface().(*time.Time).UTC().AppendFormat(dst, isoTimeLayout)
+		dst = appendISOTime(dst, v.Interface().(*time.Time).UTC())
 		return append(dst, '"'), nil
 	case kDictOfStrings:
 		if v.IsNil() {
@@ -133,4 +144,22 @@ func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value) ([]byte, error) 
 	}
 	// Lists of dicts (rare, free-form): the generic path.
 	return pyjson.Append(dst, primitiveOf(f, v))
+}
+
+// appendISOTime appends t (UTC) as t.AppendFormat(dst, isoTimeLayout) does,
+// without parsing the layout for every timestamp of a list.
+func appendISOTime(dst []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, isoTimeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	two := func(dst []byte, n int) []byte { return append(dst, byte('0'+n/10), byte('0'+n%10)) }
+	dst = two(two(dst, year/100), year%100)
+	dst = two(append(dst, '-'), int(month))
+	dst = two(append(dst, '-'), day)
+	dst = two(append(dst, 'T'), hour)
+	dst = two(append(dst, ':'), minute)
+	dst = two(append(dst, ':'), sec)
+	return append(dst, 'Z')
 }

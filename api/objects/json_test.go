@@ -30,6 +30,9 @@ func TestAppendPrimitiveJSONIsTheMapEncoding(t *testing.T) {
 		c := Clone(o)
 		ResetChanges(c) // no changes at all
 		objs = append(objs, c)
+		ro := Clone(o)
+		MarkLoadedReadOnly(ro) // as a loaded list holds them
+		objs = append(objs, ro)
 	}
 	// Awkward values: non-ASCII and control characters, empty enums, nil
 	// and empty collections, a secret set.
@@ -43,6 +46,11 @@ func TestAppendPrimitiveJSONIsTheMapEncoding(t *testing.T) {
 	ng := &NodeGroup{UUID: "\u00fc", NodeAddresses: []string{}, Status: ""}
 	ng.Labels = map[string]string{}
 	objs = append(objs, odd, ng)
+	// Years the hand-written timestamp layout pads or leaves to AppendFormat.
+	for _, year := range []int{7, 999, 9999, 10000} {
+		at := time.Date(year, 1, 2, 3, 4, 5, 0, time.UTC)
+		objs = append(objs, &NodeGroup{UUID: "y", CreatedAt: &at})
+	}
 	for key, p := range vectorPrimitivesOrNone(t) {
 		o, err := Decode(p)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/openstack/magnum-conductor/api/pyjson"
 )
 
 // Object is implemented by every versioned object type of this package
@@ -144,7 +146,8 @@ const (
 // fieldInfo describes one field of an object class, from its `ovo` tag.
 type fieldInfo struct {
 	name     string
-	pos      int // position in classInfo.fields (and in a Meta snapshot)
+	jsonKey  string // name as a JSON key and its separator, as json.dumps writes them
+	pos      int    // position in classInfo.fields (and in a Meta snapshot)
 	index    int
 	kind     fieldKind
 	ptr      bool // nullable scalar held as a pointer
@@ -237,6 +240,7 @@ func buildRegistry() map[string]*classInfo {
 func parseField(index int, sf reflect.StructField, tag string) fieldInfo {
 	parts := strings.Split(tag, ",")
 	f := fieldInfo{name: parts[0], index: index}
+	f.jsonKey = string(pyjson.AppendString(nil, f.name)) + ": "
 	isObject := false
 	for _, p := range parts[1:] {
 		k, v, _ := strings.Cut(p, "=")

@@ -1,7 +1,6 @@
 package objects
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -13,7 +12,14 @@ type version struct{ major, minor int }
 
 func (v version) isZero() bool { return v == version{} }
 
-func (v version) String() string { return fmt.Sprintf("%d.%d", v.major, v.minor) }
+func (v version) String() string { return string(v.appendTo(nil)) }
+
+// appendTo appends v as String writes it.
+func (v version) appendTo(dst []byte) []byte {
+	dst = strconv.AppendInt(dst, int64(v.major), 10)
+	dst = append(dst, '.')
+	return strconv.AppendInt(dst, int64(v.minor), 10)
+}
 
 func (v version) less(o version) bool {
 	if v.major != o.major {
