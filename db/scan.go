@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // scanPlans caches, per row type and column list, how each result column
@@ -64,8 +65,15 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 	v := reflect.ValueOf(r).Elem()
 	var strs rowStrings
 	for _, p := range plan {
-		if p.kind == colStringPtr {
+		switch p.kind {
+		case colStringPtr:
 			strs.ptrs++
+		case colIntPtr:
+			strs.nInts++
+		case colBoolPtr:
+			strs.nBools++
+		case colTimePtr:
+			strs.nTimes++
 		}
 	}
 	for i, p := range plan {
@@ -99,9 +107,10 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 
 // rowStrings holds the string columns of one row in one allocation and the
 // targets of its *string fields in another, where a copy and a pointer per
-// column were two allocations each (most of a Cluster.list's). The strings
-// of a row share its memory, which lives as long as any of them: rows are
-// a few KB.
+// column were two allocations each (most of a Cluster.list's); the targets
+// of its *int64, *bool and *time.Time fields likewise share one allocation
+// per type. The values of a row share its memory, which lives as long as
+// any of them: rows are a few KB.
 type rowStrings struct {
 	ptrs  int    // *string columns in the plan
 	buf   []byte // reused from row to row
@@ -109,6 +118,11 @@ type rowStrings struct {
 	off   int
 	cells []string
 	used  int
+
+	nInts, nBools, nTimes int // *int64, *bool, *time.Time columns in the plan
+	ints                  []int64
+	bools                 []bool
+	times                 []time.Time
 }
 
 // reset copies the string columns of the row just scanned, in plan order.
@@ -123,6 +137,30 @@ func (s *rowStrings) reset(plan []colPlan, raws []sql.RawBytes) {
 	if s.ptrs > 0 {
 		s.cells = make([]string, s.ptrs)
 	}
+	s.ints, s.bools, s.times = nil, nil, nil
+	if s.nInts > 0 {
+		s.ints = make([]int64, 0, s.nInts)
+	}
+	if s.nBools > 0 {
+		s.bools = make([]bool, 0, s.nBools)
+	}
+	if s.nTimes > 0 {
+		s.times = make([]time.Time, 0, s.nTimes)
+	}
+}
+
+// cell appends v to the row's cells of its type (allocated by reset with
+// room for every column of that type) and returns its address.
+func cell[T any](cells *[]T, v T) *T {
+	*cells = append(*cells, v)
+	return &(*cells)[len(*cells)-1]
+}
+
+// fieldAt is the address of f, a field of the row being filled, as a *T
+// (what f.Addr().Interface().(*T) is, without reflect's pointer-type
+// lookup on every column).
+func fieldAt[T any](f reflect.Value) *T {
+	return (*T)(unsafe.Pointer(f.UnsafeAddr()))
 }
 
 // next is the next string column, raw's copy; columns are taken in plan
@@ -149,7 +187,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		f.SetString(strs.next(raw))
 	case colStringPtr:
 		if raw != nil {
-			*f.Addr().Interface().(**string) = strs.ptr(raw)
+			*fieldAt[*string](f) = strs.ptr(raw)
 		}
 	case colInt, colIntPtr:
 		if val == nil {
@@ -162,7 +200,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		if kind == colInt {
 			f.SetInt(n)
 		} else {
-			*f.Addr().Interface().(**int64) = &n
+			*fieldAt[*int64](f) = cell(&strs.ints, n)
 		}
 	case colBoolPtr:
 		if val == nil {
@@ -172,8 +210,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		if err != nil {
 			return err
 		}
-		b := n != 0
-		*f.Addr().Interface().(**bool) = &b
+		*fieldAt[*bool](f) = cell(&strs.bools, n != 0)
 	case colTimePtr:
 		if val == nil {
 			return nil
@@ -182,7 +219,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		if err != nil {
 			return err
 		}
-		*f.Addr().Interface().(**time.Time) = &t
+		*fieldAt[*time.Time](f) = cell(&strs.times, t)
 	}
 	return nil
 }
