@@ -31,6 +31,11 @@ type EncodeOptions struct {
 	// X509KeyPair indirection path sets it. Cluster.trustee_password is
 	// never written, whatever the options.
 	KeepKeys bool
+	// Escaped makes AppendPrimitiveJSON write the JSON text escaped as the
+	// body of a JSON string (what pyjson.AppendStringBody makes of it), as
+	// oslo's envelope carries a reply: one pass instead of writing the text
+	// and escaping it again.
+	Escaped bool
 }
 
 // Encode returns o's primitive at version (see EncodeOptions.Version) with

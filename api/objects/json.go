@@ -31,6 +31,10 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 	// changed: no per-field bookkeeping to consult.
 	loaded := m.readOnly
 	s := ov.Elem()
+	js := &plainJSON
+	if opts.Escaped {
+		js = &escapedJSON
+	}
 	// Keys in sorted order: changes, data, name, namespace, version.
 	dst = append(dst, '{')
 	if !loaded {
@@ -41,18 +45,18 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 				continue
 			}
 			if first {
-				dst = append(dst, `"`+KeyChanges+`": [`...)
+				dst = append(dst, js.changes...)
 				first = false
 			} else {
 				dst = append(dst, ", "...)
 			}
-			dst = pyjson.AppendString(dst, c)
+			dst = js.appendString(dst, c)
 		}
 		if !first {
 			dst = append(dst, "], "...)
 		}
 	}
-	dst = append(dst, `"`+KeyData+`": {`...)
+	dst = append(dst, js.data...)
 	n := 0
 	for _, i := range ci.sorted {
 		f := &ci.fields[i]
@@ -64,7 +68,11 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 			dst = append(dst, ", "...)
 		}
 		n++
-		dst = append(dst, f.jsonKey...)
+		if opts.Escaped {
+			dst = append(dst, f.jsonKeyEscaped...)
+		} else {
+			dst = append(dst, f.jsonKey...)
+		}
 		if f.kind == kObject {
 			child := fv.Interface().(Object)
 			copts := opts
@@ -79,15 +87,16 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 		if err := validate(ci, f, fv); err != nil {
 			return dst, err
 		}
-		if dst, err = appendFieldJSON(dst, f, fv); err != nil {
+		if dst, err = appendFieldJSON(dst, f, fv, js); err != nil {
 			return dst, err
 		}
 	}
-	dst = append(dst, `}, "`+KeyName+`": `...)
-	dst = pyjson.AppendString(dst, ci.name)
-	dst = append(dst, `, "`+KeyNamespace+`": "`+Namespace+`", "`+KeyVersion+`": "`...)
+	dst = append(dst, js.name...)
+	dst = js.appendString(dst, ci.name)
+	dst = append(dst, js.version...)
 	dst = v.appendTo(dst)
-	return append(dst, '"', '}'), nil
+	dst = append(dst, js.quote...)
+	return append(dst, '}'), nil
 }
 
 // writesValue reports whether a set field f, whose value is fv, is written
@@ -102,8 +111,38 @@ func writesValue(ci *classInfo, f *fieldInfo, fv reflect.Value, v version, opts 
 	return f.kind != kObject || !fv.IsNil()
 }
 
-// appendFieldJSON appends primitiveOf(f, v) as JSON.
-func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value) ([]byte, error) {
+// jsonForm is how AppendPrimitiveJSON writes quotes, strings and the fixed
+// parts of a primitive: as JSON text, or as JSON text escaped as the body
+// of a JSON string.
+type jsonForm struct {
+	quote, changes, data, name, version string
+	appendString                        func([]byte, string) []byte
+	append                              func([]byte, any) ([]byte, error)
+}
+
+func newJSONForm(escape func(string) string, appendString func([]byte, string) []byte,
+	appendAny func([]byte, any) ([]byte, error)) jsonForm {
+	return jsonForm{
+		quote:        escape(`"`),
+		changes:      escape(`"` + KeyChanges + `": [`),
+		data:         escape(`"` + KeyData + `": {`),
+		name:         escape(`}, "` + KeyName + `": `),
+		version:      escape(`, "` + KeyNamespace + `": "` + Namespace + `", "` + KeyVersion + `": "`),
+		appendString: appendString,
+		append:       appendAny,
+	}
+}
+
+// escapeBody is s escaped as the body of a JSON string.
+func escapeBody(s string) string { return string(pyjson.AppendStringBody(nil, s)) }
+
+var (
+	plainJSON   = newJSONForm(func(s string) string { return s }, pyjson.AppendString, pyjson.Append)
+	escapedJSON = newJSONForm(escapeBody, pyjson.AppendStringEscaped, pyjson.AppendEscaped)
+)
+
+// appendFieldJSON appends primitiveOf(f, v) as JSON, in form js.
+func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value, js *jsonForm) ([]byte, error) {
 	switch f.kind {
 	case kString, kInt, kEnum:
 		if f.ptr {
@@ -117,7 +156,7 @@ func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value) ([]byte, error) 
 			if f.kind == kEnum && v.Len() == 0 {
 				return append(dst, "null"...), nil
 			}
-			return pyjson.AppendString(dst, v.String()), nil
+			return js.appendString(dst, v.String()), nil
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			return strconv.AppendInt(dst, v.Int(), 10), nil
 		}
@@ -128,22 +167,22 @@ func appendFieldJSON(dst []byte, f *fieldInfo, v reflect.Value) ([]byte, error) 
 			return append(dst, "null"...), nil
 		}
 		// The ISO layout is ASCII digits and separators: no escaping needed.
-		dst = append(dst, '"')
+		dst = append(dst, js.quote...)
 		dst = appendISOTime(dst, v.Interface().(*time.Time).UTC())
-		return append(dst, '"'), nil
+		return append(dst, js.quote...), nil
 	case kDictOfStrings:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		return pyjson.Append(dst, v.Interface().(map[string]string))
+		return js.append(dst, v.Interface().(map[string]string))
 	case kListOfStrings:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		return pyjson.Append(dst, v.Interface().([]string))
+		return js.append(dst, v.Interface().([]string))
 	}
 	// Lists of dicts (rare, free-form): the generic path.
-	return pyjson.Append(dst, primitiveOf(f, v))
+	return js.append(dst, primitiveOf(f, v))
 }
 
 // appendISOTime appends t (UTC) as t.AppendFormat(dst, isoTimeLayout) does,

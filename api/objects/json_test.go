@@ -80,6 +80,13 @@ func TestAppendPrimitiveJSONIsTheMapEncoding(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("%s@%q keep=%v:\n got %s\nwant %s", o.ObjName(), v, keep, got, want)
 				}
+				// The escaped form is the text escaped as a string body.
+				eopts := opts
+				eopts.Escaped = true
+				esc, eerr := AppendPrimitiveJSON(nil, o, eopts)
+				if wantEsc := pyjson.AppendStringBody(nil, string(want)); eerr != nil || !bytes.Equal(esc, wantEsc) {
+					t.Fatalf("%s@%q keep=%v escaped (%v):\n got %s\nwant %s", o.ObjName(), v, keep, eerr, esc, wantEsc)
+				}
 				if !json.Valid(got) {
 					t.Fatalf("invalid JSON: %s", got)
 				}

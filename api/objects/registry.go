@@ -145,20 +145,22 @@ const (
 
 // fieldInfo describes one field of an object class, from its `ovo` tag.
 type fieldInfo struct {
-	name     string
-	jsonKey  string // name as a JSON key and its separator, as json.dumps writes them
-	pos      int    // position in classInfo.fields (and in a Meta snapshot)
-	index    int
-	kind     fieldKind
-	ptr      bool // nullable scalar held as a pointer
-	nullable bool
-	hasDef   bool
-	def      any // default as a Go value of the field's type (bool or int64 or string)
-	since    version
-	until    version // zero: no upper bound
-	secret   bool
-	enum     string
-	objName  string // for kObject
+	name    string
+	jsonKey string // name as a JSON key and its separator, as json.dumps writes them
+	// jsonKeyEscaped is jsonKey escaped as the body of a JSON string.
+	jsonKeyEscaped string
+	pos            int // position in classInfo.fields (and in a Meta snapshot)
+	index          int
+	kind           fieldKind
+	ptr            bool // nullable scalar held as a pointer
+	nullable       bool
+	hasDef         bool
+	def            any // default as a Go value of the field's type (bool or int64 or string)
+	since          version
+	until          version // zero: no upper bound
+	secret         bool
+	enum           string
+	objName        string // for kObject
 }
 
 // classInfo describes one object class.
@@ -241,6 +243,7 @@ func parseField(index int, sf reflect.StructField, tag string) fieldInfo {
 	parts := strings.Split(tag, ",")
 	f := fieldInfo{name: parts[0], index: index}
 	f.jsonKey = string(pyjson.AppendString(nil, f.name)) + ": "
+	f.jsonKeyEscaped = escapeBody(f.jsonKey)
 	isObject := false
 	for _, p := range parts[1:] {
 		k, v, _ := strings.Cut(p, "=")

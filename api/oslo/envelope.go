@@ -250,7 +250,8 @@ type replyMessage struct {
 // encodeReply builds the enveloped body of a reply; result is any value
 // pyjson.Append takes (a pyjson.Raw or *pyjson.Buffer is copied as it is).
 // The inner message is escaped straight into the envelope: a list-sized
-// result is copied once, not laid out first and escaped afterwards.
+// result is copied once, not laid out first and escaped afterwards; a
+// *pyjson.Buffer already escaped (Escaped) is copied without a second look.
 func encodeReply(msgID string, result any, failure *string, ending bool) ([]byte, error) {
 	return appendReply(nil, msgID, result, failure, ending)
 }
@@ -258,12 +259,13 @@ func encodeReply(msgID string, result any, failure *string, ending bool) ([]byte
 // appendReply is encodeReply writing into dst.
 func appendReply(dst []byte, msgID string, result any, failure *string, ending bool) ([]byte, error) {
 	var res []byte
+	escaped := false // res is already escaped as the envelope's string body
 	switch x := result.(type) {
 	case pyjson.Raw:
 		res = x
 	case *pyjson.Buffer:
 		if x != nil {
-			res = x.B
+			res, escaped = x.B, x.Escaped
 		}
 	default:
 		var err error
@@ -288,7 +290,11 @@ func appendReply(dst []byte, msgID string, result any, failure *string, ending b
 	out := slices.Grow(dst[:0], len(envelopePrefix)+len(head)+len(res)+len(res)/4+2*len(rest.buf)+8)
 	out = append(out, envelopePrefix...)
 	out = pyjson.AppendStringBody(out, head)
-	out = pyjson.AppendStringBody(out, unsafe.String(unsafe.SliceData(res), len(res)))
+	if escaped {
+		out = append(out, res...)
+	} else {
+		out = pyjson.AppendStringBody(out, unsafe.String(unsafe.SliceData(res), len(res)))
+	}
 	out = pyjson.AppendStringBody(out, unsafe.String(unsafe.SliceData(rest.buf), len(rest.buf)))
 	return append(out, `}"}`...), nil
 }

@@ -571,12 +571,14 @@ func TestGoldenReplyBytesRawResult(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
-		// As a Raw, and as a pooled Buffer written into a used buffer (the
-		// server's reply path).
+		// As a Raw, as a pooled Buffer written into a used buffer (the
+		// server's reply path), and as a Buffer holding the result already
+		// escaped (the indirection API's objects).
 		buf := &pyjson.Buffer{B: append([]byte(nil), msg["result"]...)}
+		escaped := &pyjson.Buffer{B: pyjson.AppendStringBody(nil, string(msg["result"])), Escaped: true}
 		used := []byte("an earlier reply, longer than nothing")
-		for i, res := range []any{pyjson.Raw(msg["result"]), buf} {
-			body, err := appendReply(used[:i*len(used)], f.Message["_msg_id"].(string), res, nil, f.Message["ending"].(bool))
+		for i, res := range []any{pyjson.Raw(msg["result"]), buf, escaped} {
+			body, err := appendReply(used[:min(i, 1)*len(used)], f.Message["_msg_id"].(string), res, nil, f.Message["ending"].(bool))
 			if err != nil {
 				t.Fatal(err)
 			}

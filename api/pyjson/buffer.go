@@ -9,6 +9,11 @@ import "sync"
 // is what spares the garbage collector a list-sized allocation per reply.
 type Buffer struct {
 	B []byte
+	// Escaped says B holds the value's JSON text escaped as the body of a
+	// JSON string (what AppendStringBody makes of it), ready to be copied
+	// into oslo's envelope, which carries the message as a string.
+	// Append and MarshalJSON write the JSON text it holds.
+	Escaped bool
 }
 
 // maxPooled is the largest buffer kept for reuse, so that one huge reply
@@ -24,7 +29,7 @@ var buffers = sync.Pool{New: func() any { return new(Buffer) }}
 // when one was released.
 func GetBuffer() *Buffer {
 	b := buffers.Get().(*Buffer)
-	b.B = b.B[:0]
+	b.B, b.Escaped = b.B[:0], false
 	return b
 }
 
@@ -41,6 +46,9 @@ func (b *Buffer) Release() {
 func (b *Buffer) MarshalJSON() ([]byte, error) {
 	if b == nil || len(b.B) == 0 {
 		return []byte("null"), nil
+	}
+	if b.Escaped {
+		return appendUnescaped(nil, b.B)
 	}
 	return b.B, nil
 }

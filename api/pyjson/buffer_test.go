@@ -29,6 +29,32 @@ func TestBufferIsWrittenAsItIs(t *testing.T) {
 	}
 }
 
+// TestEscapedBufferIsWrittenAsTheTextItHolds: a Buffer holding its text
+// escaped as a string body is written as that text by Append and
+// MarshalJSON, and the pool hands it out again unescaped.
+func TestEscapedBufferIsWrittenAsTheTextItHolds(t *testing.T) {
+	text := `[{"a": "q\"\\\u00e9"}, "x"]`
+	b := GetBuffer()
+	b.B, b.Escaped = AppendStringBody(b.B, text), true
+	got, err := Append(nil, map[string]any{"k": b})
+	if err != nil || string(got) != `{"k": `+text+`}` {
+		t.Errorf("Append = %s, %v", got, err)
+	}
+	if m, err := b.MarshalJSON(); err != nil || string(m) != text {
+		t.Errorf("MarshalJSON = %s, %v", m, err)
+	}
+	bad := &Buffer{B: []byte(`"`), Escaped: true} // not a string body
+	if _, err := Append(nil, bad); err == nil {
+		t.Errorf("Append of a broken escaped buffer: no error")
+	}
+	b.Release()
+	for range 3 {
+		if n := GetBuffer(); n.Escaped {
+			t.Errorf("GetBuffer handed out an escaped buffer")
+		}
+	}
+}
+
 func TestBufferRelease(t *testing.T) {
 	b := GetBuffer()
 	b.B = append(b.B, "some reply"...)

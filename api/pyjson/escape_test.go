@@ -74,6 +74,9 @@ func TestAppendStringBodyRandom(t *testing.T) {
 		if got, want := string(AppendStringBody([]byte("prefix"), s)), "prefix"+escapeRef(s); got != want {
 			t.Fatalf("%q: %q, want %q", s, got, want)
 		}
+		if got, want := string(AppendStringEscaped([]byte("prefix"), s)), "prefix"+escapeRef(`"`+escapeRef(s)+`"`); got != want {
+			t.Fatalf("escaped %q: %q, want %q", s, got, want)
+		}
 	}
 }
 
@@ -84,6 +87,9 @@ func FuzzAppendStringBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := string(AppendStringBody(nil, s)), escapeRef(s); got != want {
 			t.Fatalf("%q: %q, want %q", s, got, want)
+		}
+		if got, want := string(AppendStringEscaped(nil, s)), escapeRef(`"`+escapeRef(s)+`"`); got != want {
+			t.Fatalf("escaped %q: %q, want %q", s, got, want)
 		}
 	})
 }

@@ -94,6 +94,40 @@ func AppendStringBody(dst []byte, s string) []byte {
 	return appendBodyBytewise(out[:n], s[i:])
 }
 
+// AppendStringEscaped appends AppendString(s) escaped as the body of a
+// JSON string (AppendStringBody of it): a string of JSON text that is
+// itself carried in a JSON string, as oslo's envelope carries a message.
+func AppendStringEscaped(dst []byte, s string) []byte {
+	dst = append(dst, '\\', '"')
+	if skipAsIs(unsafe.Slice(unsafe.StringData(s), len(s)), 0) == len(s) {
+		dst = append(dst, s...) // nothing to escape at either level
+	} else {
+		once := AppendStringBody(make([]byte, 0, len(s)+16), s)
+		dst = AppendStringBody(dst, unsafe.String(unsafe.SliceData(once), len(once)))
+	}
+	return append(dst, '\\', '"')
+}
+
+// AppendEscaped appends Append(v) escaped as the body of a JSON string
+// (see AppendStringEscaped).
+func AppendEscaped(dst []byte, v any) ([]byte, error) {
+	plain, err := Append(nil, v)
+	if err != nil {
+		return dst, err
+	}
+	return AppendStringBody(dst, unsafe.String(unsafe.SliceData(plain), len(plain))), nil
+}
+
+// appendUnescaped appends the JSON text that body, escaped as the body of a
+// JSON string, holds.
+func appendUnescaped(dst, body []byte) ([]byte, error) {
+	var s string
+	if err := json.Unmarshal(slices.Concat([]byte{'"'}, body, []byte{'"'}), &s); err != nil {
+		return dst, fmt.Errorf("pyjson: escaped buffer: %w", err)
+	}
+	return append(dst, s...), nil
+}
+
 // appendBodyBytewise is AppendStringBody one byte (or rune) at a time.
 func appendBodyBytewise(dst []byte, s string) []byte {
 	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
@@ -245,6 +279,9 @@ func Append(dst []byte, v any) ([]byte, error) {
 	case *Buffer:
 		if x == nil || len(x.B) == 0 {
 			return append(dst, "null"...), nil
+		}
+		if x.Escaped {
+			return appendUnescaped(dst, x.B)
 		}
 		return append(dst, x.B...), nil
 	case json.RawMessage:

@@ -177,15 +177,16 @@ func (h *Handler) classAction(ctx context.Context, objname, objmethod, objver st
 // the version their peer speaks.
 func encodeResult(res any, objname, objver string, manifest map[string]string) (any, error) {
 	// Objects are written straight to Python-layout JSON in a pooled
-	// *pyjson.Buffer, which the RPC server copies into the reply as it is
-	// and then releases: a list of a few hundred clusters is the largest
-	// reply the conductor sends.
+	// *pyjson.Buffer, already escaped as the reply envelope carries it
+	// (a string), which the RPC server copies into the reply as it is and
+	// then releases: a list of a few hundred clusters is the largest reply
+	// the conductor sends.
 	opts := func(o objects.Object) objects.EncodeOptions {
 		v := manifest[o.ObjName()]
 		if o.ObjName() == objname {
 			v = objver
 		}
-		return objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true}
+		return objects.EncodeOptions{Version: v, Manifest: manifest, KeepKeys: true, Escaped: true}
 	}
 	enc := func(o objects.Object) (any, error) {
 		buf := pyjson.GetBuffer()
@@ -194,7 +195,7 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 			buf.Release()
 			return nil, err
 		}
-		buf.B = b
+		buf.B, buf.Escaped = b, true
 		return buf, nil
 	}
 	switch x := res.(type) {
@@ -221,7 +222,7 @@ func encodeResult(res any, objname, objver string, manifest map[string]string) (
 				return nil, err
 			}
 		}
-		buf.B = append(out, ']')
+		buf.B, buf.Escaped = append(out, ']'), true
 		return buf, nil
 	}
 	return res, nil
