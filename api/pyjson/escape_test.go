@@ -112,3 +112,23 @@ func BenchmarkAppendStringBody(b *testing.B) {
 		dst = AppendStringBody(dst[:0], s)
 	}
 }
+
+// TestAppendEscapedIsTheTextEscaped: AppendEscaped of each kind of value
+// (its direct paths and the generic one) is Append's text escaped as a
+// string body.
+func TestAppendEscapedIsTheTextEscaped(t *testing.T) {
+	for _, v := range []any{
+		map[string]string{"b": "q\"\\", "a": "\u00e9\U0001F600", "": "\x01"}, map[string]string{},
+		map[string]string(nil), []string{"10.0.0.1", "\"x\"", "\n"}, []string{}, []string(nil),
+		[]any{map[string]any{"k": 1.5, "l": []any{"\u2028", nil, true}}}, nil, "s\"",
+	} {
+		plain, err := Append(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendEscaped([]byte("prefix"), v)
+		if want := "prefix" + escapeRef(string(plain)); err != nil || string(got) != want {
+			t.Errorf("%#v: %s, %v; want %s", v, got, err, want)
+		}
+	}
+}

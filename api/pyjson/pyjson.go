@@ -111,6 +111,27 @@ func AppendStringEscaped(dst []byte, s string) []byte {
 // AppendEscaped appends Append(v) escaped as the body of a JSON string
 // (see AppendStringEscaped).
 func AppendEscaped(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) { // the collections of object fields, written directly
+	case map[string]string:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		return appendSorted(dst, x, AppendStringEscaped, func(dst []byte, s string) ([]byte, error) {
+			return AppendStringEscaped(dst, s), nil
+		})
+	case []string:
+		if x == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, s := range x {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = AppendStringEscaped(dst, s)
+		}
+		return append(dst, ']'), nil
+	}
 	plain, err := Append(nil, v)
 	if err != nil {
 		return dst, err
@@ -265,12 +286,12 @@ func Append(dst []byte, v any) ([]byte, error) {
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		return appendSorted(dst, x, Append)
+		return appendSorted(dst, x, AppendString, Append)
 	case map[string]string:
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		return appendSorted(dst, x, func(dst []byte, s string) ([]byte, error) { return AppendString(dst, s), nil })
+		return appendSorted(dst, x, AppendString, func(dst []byte, s string) ([]byte, error) { return AppendString(dst, s), nil })
 	case Raw:
 		if len(x) == 0 {
 			return append(dst, "null"...), nil
@@ -369,7 +390,8 @@ func Layout(compact []byte) []byte {
 }
 
 // appendSorted appends m as a JSON object with its keys sorted.
-func appendSorted[V any](dst []byte, m map[string]V, appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
+func appendSorted[V any](dst []byte, m map[string]V, appendKey func([]byte, string) []byte,
+	appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -380,7 +402,7 @@ func appendSorted[V any](dst []byte, m map[string]V, appendValue func([]byte, V)
 		if i > 0 {
 			dst = append(dst, ", "...)
 		}
-		dst = append(AppendString(dst, k), ": "...)
+		dst = append(appendKey(dst, k), ": "...)
 		var err error
 		if dst, err = appendValue(dst, m[k]); err != nil {
 			return dst, err
