@@ -63,12 +63,13 @@ func main() {
 	render := flag.String("render", "", "print the table of an earlier run's bench.json (with this version's layout) and exit")
 	flag.StringVar(&o.only, "only", "", "debugging: run only \"ours\" (no Python, no raw limit)")
 	var rawServer rawamqp.Options
-	var rawReplyFile string
+	var rawReplyFile, rawQueryDB string
 	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
 	flag.StringVar(&rawServer.Queue, "raw-queue", "", "internal: the raw server's queue")
 	flag.BoolVar(&rawServer.Confirm, "raw-confirm", false, "internal: the raw server publishes with confirms")
 	flag.BoolVar(&rawServer.OsloWire, "raw-oslo-wire", false, "internal: the raw server answers with a recorded oslo reply and oslo's properties")
 	flag.StringVar(&rawReplyFile, "raw-reply-file", "", "internal: with -raw-oslo-wire, the raw server answers with this file's bytes")
+	flag.StringVar(&rawQueryDB, "raw-query-db", "", "internal: the raw server runs the Cluster.list query on this MariaDB database (at -mysql) before each reply")
 	flag.Parse()
 	if *render != "" {
 		if err := renderTable(*render); err != nil {
@@ -79,7 +80,7 @@ func main() {
 	}
 	if rawServer.Exchange != "" {
 		rawServer.URL = amqpURL()
-		if err := serveRaw(rawServer, rawReplyFile); err != nil {
+		if err := serveRaw(rawServer, rawReplyFile, o.mysqlAddr, rawQueryDB); err != nil {
 			fmt.Fprintln(os.Stderr, "bench raw server:", err)
 			os.Exit(1)
 		}
@@ -309,12 +310,12 @@ func run(ctx context.Context, o options) error {
 		for _, n := range o.callers {
 			if o.only == "" {
 				for _, v := range []struct {
-					kind              string
-					confirm, osloWire bool
-					replyFile         string
-				}{{"confirm", true, false, ""}, {"noconfirm", false, false, ""}, {"oslowire", true, true, ""},
-					{"listwire", true, true, listReplyFile}} {
-					r, err := rawCell(ctx, lopts, n, v.confirm, v.osloWire, v.replyFile)
+					kind               string
+					confirm, osloWire  bool
+					replyFile, queryDB string
+				}{{"confirm", true, false, "", ""}, {"noconfirm", false, false, "", ""}, {"oslowire", true, true, "", ""},
+					{"listwire", true, true, listReplyFile, ""}, {"listquery", true, true, listReplyFile, goDB.name}} {
+					r, err := rawCell(ctx, lopts, n, v.confirm, v.osloWire, v.replyFile, o.mysqlAddr, v.queryDB)
 					if err != nil {
 						return err
 					}
@@ -343,6 +344,7 @@ func run(ctx context.Context, o options) error {
 			rep.RawNoConfirm = append(rep.RawNoConfirm, load.Combine(rounds[key{"raw", "noconfirm", n}]))
 			rep.RawOsloWire = append(rep.RawOsloWire, load.Combine(rounds[key{"raw", "oslowire", n}]))
 			rep.RawListWire = append(rep.RawListWire, load.Combine(rounds[key{"raw", "listwire", n}]))
+			rep.RawListQuery = append(rep.RawListQuery, load.Combine(rounds[key{"raw", "listquery", n}]))
 		}
 		for _, s := range servers {
 			side := rep.side(s.label)

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,9 +25,19 @@ import (
 func amqpURL() string { return strings.Replace(harness.Broker, "rabbit://", "amqp://", 1) }
 
 // serveRaw runs in the child process: it answers until its stdin closes
-// (the parent exited or is done) or it is signalled.
-func serveRaw(o rawamqp.Options, replyFile string) error {
+// (the parent exited or is done) or it is signalled. With queryDB (a
+// MariaDB database at mysqlAddr), it runs the Cluster.list query there
+// before each reply.
+func serveRaw(o rawamqp.Options, replyFile, mysqlAddr, queryDB string) error {
 	var err error
+	if queryDB != "" {
+		db, err := openDatabase(mysqlAddr, queryDB)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		o.Work = func(ctx context.Context) error { return listQuery(ctx, db) }
+	}
 	switch {
 	case o.OsloWire && replyFile != "":
 		if o.ReplyBody, err = os.ReadFile(replyFile); err != nil {
@@ -55,11 +67,46 @@ func serveRaw(o rawamqp.Options, replyFile string) error {
 	return nil
 }
 
+// listQuery is the query our store runs for the benchmark's Cluster.list
+// (admin, all tenants, sort id asc, limit 1000), its rows read as they
+// come, without decoding.
+func listQuery(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, "SELECT * FROM `cluster` ORDER BY `cluster`.`id` ASC LIMIT 1000")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	raw := make([]sql.RawBytes, len(cols))
+	dest := make([]any, len(cols))
+	for i := range raw {
+		dest[i] = &raw[i]
+	}
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("the list query found no clusters")
+	}
+	return nil
+}
+
 // rawCell measures the raw limit at n callers: the server in a child
 // process (as a conductor is), the client here. With replyFile (and
 // osloWire) the server answers with that file's bytes instead of the
-// recorded ping_conductor reply.
-func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool, replyFile string) (load.Result, error) {
+// recorded ping_conductor reply; with queryDB as well, after running the
+// Cluster.list query on that database (see serveRaw).
+func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool, replyFile, mysqlAddr, queryDB string) (load.Result, error) {
 	o := rawamqp.Options{URL: amqpURL(), Exchange: rawamqp.RandomName("bench_raw_x_"),
 		Queue: rawamqp.RandomName("bench_raw_q_"), Confirm: confirm, OsloWire: osloWire}
 	self, err := os.Executable()
@@ -67,7 +114,8 @@ func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool
 		return load.Result{}, err
 	}
 	cmd := exec.Command(self, "-raw-server", o.Exchange, "-raw-queue", o.Queue, fmt.Sprintf("-raw-confirm=%v", confirm),
-		fmt.Sprintf("-raw-oslo-wire=%v", osloWire), "-raw-reply-file", replyFile)
+		fmt.Sprintf("-raw-oslo-wire=%v", osloWire), "-raw-reply-file", replyFile, "-mysql", mysqlAddr,
+		"-raw-query-db", queryDB)
 	cmd.SysProcAttr = harness.ProcessGroup()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -118,9 +166,18 @@ func rawCell(ctx context.Context, lo load.Options, n int, confirm, osloWire bool
 	if replyFile != "" {
 		what = ", a Cluster.list reply"
 	}
+	if queryDB != "" {
+		what += " after the list's query"
+	}
 	logf("raw amqp091-go request/reply (confirms %v, oslo wire %v%s), %d callers", confirm, osloWire, what, n)
 	lo.Callers = n
-	r := load.Run(ctx, lo, func(ctx context.Context) error { _, err := c.Call(ctx, body); return err })
+	r := load.Run(ctx, lo, func(ctx context.Context) error {
+		reply, err := c.Call(ctx, body)
+		if err == nil && len(reply) == 0 {
+			err = errors.New("the raw server's database query failed")
+		}
+		return err
+	})
 	logf("  %.1f/s p50 %.2f ms p99 %.2f ms, %d errors %s", r.PerSec, r.P50ms, r.P99ms, r.Errors, r.FirstErr)
 	return r, nil
 }

@@ -53,7 +53,11 @@ type report struct {
 	// RawListWire is RawOsloWire answering with one of ours' Cluster.list
 	// replies (ListReplyBytes long): the ceiling of Cluster.list for any
 	// server, before any database work or JSON.
-	RawListWire    []load.Result `json:"raw_amqp_list_reply,omitempty"`
+	RawListWire []load.Result `json:"raw_amqp_list_reply,omitempty"`
+	// RawListQuery is RawListWire running the Cluster.list query on ours'
+	// database before each reply (rows read, not decoded): the ceiling of
+	// any server that reads the clusters from the database.
+	RawListQuery   []load.Result `json:"raw_amqp_list_query_reply,omitempty"`
 	ListReplyBytes int           `json:"list_reply_bytes,omitempty"`
 	RunSeconds     float64       `json:"run_seconds"`
 	SamplerErrors  int           `json:"memory_sampler_errors"`
@@ -99,13 +103,15 @@ func (r *report) notes() []string {
 			"format alone costs the broker and the sockets (its ours/limit column is ours against it). " +
 			"'a Cluster.list reply' is the same answering with one of ours' Cluster.list replies as its bytes: the " +
 			"ceiling of Cluster.list for any server, with no database query and no JSON; its columns are that " +
-			"ceiling over Python and ours over it.",
+			"ceiling over Python and ours over it. 'after the list's query' also runs, before each reply, the " +
+			"query our store runs for that list on ours' database, its rows read without decoding: the ceiling " +
+			"of any server that reads the clusters from MariaDB.",
 	}
 }
 
 func (r *report) errors() int {
 	n := r.Python.Create.Errors + r.Python.Create.Failed + r.Ours.Create.Errors + r.Ours.Create.Failed + r.SamplerErrors
-	for _, rs := range [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire} {
+	for _, rs := range [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire, r.RawListQuery} {
 		for _, x := range rs {
 			n += x.Errors
 		}
@@ -202,6 +208,11 @@ func (r *report) table() string {
 			fmt.Fprintf(tw, "  same with a Cluster.list reply (%d bytes)\t-\t-\t%s\tlimit/python %s\t%s\t\n",
 				r.ListReplyBytes, rate(w), ratio(w.PerSec, r.Python.List[i].PerSec), ratio(r.Ours.List[i].PerSec, w.PerSec))
 		}
+		if i < len(r.RawListQuery) && i < len(r.Ours.List) && i < len(r.Python.List) {
+			w := r.RawListQuery[i]
+			fmt.Fprintf(tw, "  same after the list's query\t-\t-\t%s\tlimit/python %s\t%s\t\n",
+				rate(w), ratio(w.PerSec, r.Python.List[i].PerSec), ratio(r.Ours.List[i].PerSec, w.PerSec))
+		}
 	}
 	errs := func(s *sideResult) int {
 		n := s.Create.Errors + s.Create.Failed
@@ -211,7 +222,7 @@ func (r *report) table() string {
 		return n
 	}
 	rawErr := 0
-	for _, x := range slices.Concat(r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire) {
+	for _, x := range slices.Concat(r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire, r.RawListQuery) {
 		rawErr += x.Errors
 	}
 	fmt.Fprintf(tw, "errors\t%d\t%d\t%d\t\t\t\n", errs(&r.Python), errs(&r.Ours), rawErr)
@@ -274,6 +285,7 @@ func (r *report) svg() string {
 		}},
 		{fmt.Sprintf("Cluster.list (%d clusters) calls/s", r.Clusters), []series{
 			{"raw amqp091-go, a list reply (no database, no JSON)", "#888888", true, r.RawListWire},
+			{"raw amqp091-go, the list's query and a list reply", "#2ca02c", true, r.RawListQuery},
 			{"ours", "#1f77b4", false, r.Ours.List},
 			{"python 15.0.1", "#d62728", false, r.Python.List},
 		}},
@@ -399,6 +411,11 @@ func (r *report) pairedRounds() string {
 				rs := roundRatios(r.RawListWire[i].Rounds, r.Python.List[i].Rounds)
 				fmt.Fprintf(&b, "  Cluster.list, %d callers, limit/python (the most any server could reach): %s\n",
 					r.Ours.List[i].Callers, formatRatios(rs))
+			}
+			if i < len(r.RawListQuery) {
+				rs := roundRatios(r.RawListQuery[i].Rounds, r.Python.List[i].Rounds)
+				fmt.Fprintf(&b, "  Cluster.list, %d callers, limit after the query/python (the most a server reading "+
+					"MariaDB could reach): %s\n", r.Ours.List[i].Callers, formatRatios(rs))
 			}
 		}
 	}

@@ -50,10 +50,26 @@ type database struct {
 }
 
 func openAdmin(ctx context.Context, addr string) (*sql.DB, error) {
+	return openMySQL(ctx, addr, "")
+}
+
+// openDatabase opens database name at addr (root, no password), for the
+// raw server's list query: as many connections as callers kept open.
+func openDatabase(addr, name string) (*sql.DB, error) {
+	db, err := openMySQL(context.Background(), addr, name)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxIdleConns(64)
+	return db, nil
+}
+
+func openMySQL(ctx context.Context, addr, dbName string) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.User = "root"
 	cfg.Net = "tcp"
 	cfg.Addr = addr
+	cfg.DBName = dbName
 	cfg.Timeout = 5 * time.Second
 	conn, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {

@@ -45,6 +45,9 @@ type Options struct {
 	// send a recorded oslo request as the body).
 	OsloWire  bool
 	ReplyBody []byte
+	// Work, when set, runs on the server before each reply (the list
+	// ceiling's database query); when it fails, the reply is empty.
+	Work func(context.Context) error
 }
 
 // RandomName returns prefix and 12 random hex digits.
@@ -103,6 +106,11 @@ func StartServer(o Options) (*Server, error) {
 					if o.OsloWire {
 						msg = osloProperties(msg, "")
 						msg.Body = o.ReplyBody
+					}
+					if o.Work != nil {
+						if err := o.Work(ctx); err != nil {
+							msg.Body = nil
+						}
 					}
 					dc, pc, err := s.pool.start(ctx, "", d.ReplyTo, msg)
 					if err == nil {
