@@ -63,17 +63,17 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 	dest := make([]any, len(cols))
 	r := new(R)
 	v := reflect.ValueOf(r).Elem()
-	var strs rowStrings
+	var values rowValues
 	for _, p := range plan {
 		switch p.kind {
 		case colStringPtr:
-			strs.ptrs++
+			values.ptrs++
 		case colIntPtr:
-			strs.nInts++
+			values.nInts++
 		case colBoolPtr:
-			strs.nBools++
+			values.nBools++
 		case colTimePtr:
-			strs.nTimes++
+			values.nTimes++
 		}
 	}
 	for i, p := range plan {
@@ -92,9 +92,9 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		strs.reset(plan, raws)
+		values.reset(plan, raws)
 		for i, p := range plan {
-			if err := assign(v.Field(p.field), p.kind, raws[i], vals[i], &strs); err != nil {
+			if err := assign(v.Field(p.field), p.kind, raws[i], vals[i], &values); err != nil {
 				return fmt.Errorf("db: column %s: %w", cols[i], err)
 			}
 		}
@@ -105,13 +105,13 @@ func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) erro
 	return rows.Err()
 }
 
-// rowStrings holds the string columns of one row in one allocation and the
+// rowValues holds the string columns of one row in one allocation and the
 // targets of its *string fields in another, where a copy and a pointer per
 // column were two allocations each (most of a Cluster.list's); the targets
 // of its *int64, *bool and *time.Time fields likewise share one allocation
 // per type. The values of a row share its memory, which lives as long as
 // any of them: rows are a few KB.
-type rowStrings struct {
+type rowValues struct {
 	ptrs  int    // *string columns in the plan
 	buf   []byte // reused from row to row
 	all   string
@@ -126,7 +126,7 @@ type rowStrings struct {
 }
 
 // reset copies the string columns of the row just scanned, in plan order.
-func (s *rowStrings) reset(plan []colPlan, raws []sql.RawBytes) {
+func (s *rowValues) reset(plan []colPlan, raws []sql.RawBytes) {
 	s.buf = s.buf[:0]
 	for i, p := range plan {
 		if p.kind == colString || p.kind == colStringPtr {
@@ -165,14 +165,14 @@ func fieldAt[T any](f reflect.Value) *T {
 
 // next is the next string column, raw's copy; columns are taken in plan
 // order.
-func (s *rowStrings) next(raw sql.RawBytes) string {
+func (s *rowValues) next(raw sql.RawBytes) string {
 	v := s.all[s.off : s.off+len(raw)]
 	s.off += len(raw)
 	return v
 }
 
 // ptr is next, for a *string field.
-func (s *rowStrings) ptr(raw sql.RawBytes) *string {
+func (s *rowValues) ptr(raw sql.RawBytes) *string {
 	p := &s.cells[s.used]
 	s.used++
 	*p = s.next(raw)
@@ -180,14 +180,14 @@ func (s *rowStrings) ptr(raw sql.RawBytes) *string {
 }
 
 // assign stores one scanned column into field f; string columns come from
-// strs, which must see them in plan order.
-func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowStrings) error {
+// values, which must see them in plan order.
+func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, values *rowValues) error {
 	switch kind {
 	case colString:
-		f.SetString(strs.next(raw))
+		f.SetString(values.next(raw))
 	case colStringPtr:
 		if raw != nil {
-			*fieldAt[*string](f) = strs.ptr(raw)
+			*fieldAt[*string](f) = values.ptr(raw)
 		}
 	case colInt, colIntPtr:
 		if val == nil {
@@ -200,7 +200,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		if kind == colInt {
 			f.SetInt(n)
 		} else {
-			*fieldAt[*int64](f) = cell(&strs.ints, n)
+			*fieldAt[*int64](f) = cell(&values.ints, n)
 		}
 	case colBoolPtr:
 		if val == nil {
@@ -210,7 +210,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		if err != nil {
 			return err
 		}
-		*fieldAt[*bool](f) = cell(&strs.bools, n != 0)
+		*fieldAt[*bool](f) = cell(&values.bools, n != 0)
 	case colTimePtr:
 		if val == nil {
 			return nil
@@ -219,7 +219,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, strs *rowS
 		if err != nil {
 			return err
 		}
-		*fieldAt[*time.Time](f) = cell(&strs.times, t)
+		*fieldAt[*time.Time](f) = cell(&values.times, t)
 	}
 	return nil
 }
