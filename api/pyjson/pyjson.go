@@ -113,24 +113,9 @@ func AppendStringEscaped(dst []byte, s string) []byte {
 func AppendEscaped(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) { // the collections of object fields, written directly
 	case map[string]string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		return appendSorted(dst, x, AppendStringEscaped, func(dst []byte, s string) ([]byte, error) {
-			return AppendStringEscaped(dst, s), nil
-		})
+		return appendStringMap(dst, x, AppendStringEscaped)
 	case []string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, s := range x {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = AppendStringEscaped(dst, s)
-		}
-		return append(dst, ']'), nil
+		return appendStrings(dst, x, AppendStringEscaped), nil
 	}
 	plain, err := Append(nil, v)
 	if err != nil {
@@ -256,17 +241,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 			return strconv.AppendInt(dst, int64(x), 10), nil
 		}
 	case []string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, s := range x {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = AppendString(dst, s)
-		}
-		return append(dst, ']'), nil
+		return appendStrings(dst, x, AppendString), nil
 	case []any:
 		if x == nil {
 			return append(dst, "null"...), nil
@@ -288,10 +263,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 		}
 		return appendSorted(dst, x, AppendString, Append)
 	case map[string]string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		return appendSorted(dst, x, AppendString, func(dst []byte, s string) ([]byte, error) { return AppendString(dst, s), nil })
+		return appendStringMap(dst, x, AppendString)
 	case Raw:
 		if len(x) == 0 {
 			return append(dst, "null"...), nil
@@ -387,6 +359,31 @@ func Layout(compact []byte) []byte {
 		i++
 	}
 	return out
+}
+
+// appendStrings appends x as a JSON list (null when nil), each string
+// written by appendString.
+func appendStrings(dst []byte, x []string, appendString func([]byte, string) []byte) []byte {
+	if x == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range x {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendStringMap appends m as a JSON object with its keys sorted (null
+// when nil), each key and value written by appendString.
+func appendStringMap(dst []byte, m map[string]string, appendString func([]byte, string) []byte) ([]byte, error) {
+	if m == nil {
+		return append(dst, "null"...), nil
+	}
+	return appendSorted(dst, m, appendString, func(dst []byte, s string) ([]byte, error) { return appendString(dst, s), nil })
 }
 
 // appendSorted appends m as a JSON object with its keys sorted.
