@@ -68,11 +68,7 @@ func AppendPrimitiveJSON(dst []byte, o Object, opts EncodeOptions) ([]byte, erro
 			dst = append(dst, ", "...)
 		}
 		n++
-		if opts.Escaped {
-			dst = append(dst, f.jsonKeyEscaped...)
-		} else {
-			dst = append(dst, f.jsonKey...)
-		}
+		dst = append(dst, js.key(f)...)
 		if f.kind == kObject {
 			child := fv.Interface().(Object)
 			copts := opts
@@ -115,14 +111,24 @@ func writesValue(ci *classInfo, f *fieldInfo, fv reflect.Value, v version, opts 
 // parts of a primitive: as JSON text, or as JSON text escaped as the body
 // of a JSON string.
 type jsonForm struct {
+	escaped                             bool
 	quote, changes, data, name, version string
 	appendString                        func([]byte, string) []byte
 	append                              func([]byte, any) ([]byte, error)
 }
 
-func newJSONForm(escape func(string) string, appendString func([]byte, string) []byte,
+// key is field f's JSON key and separator in this form.
+func (js *jsonForm) key(f *fieldInfo) string {
+	if js.escaped {
+		return f.jsonKeyEscaped
+	}
+	return f.jsonKey
+}
+
+func newJSONForm(escaped bool, escape func(string) string, appendString func([]byte, string) []byte,
 	appendAny func([]byte, any) ([]byte, error)) jsonForm {
 	return jsonForm{
+		escaped:      escaped,
 		quote:        escape(`"`),
 		changes:      escape(`"` + KeyChanges + `": [`),
 		data:         escape(`"` + KeyData + `": {`),
@@ -137,8 +143,8 @@ func newJSONForm(escape func(string) string, appendString func([]byte, string) [
 func escapeBody(s string) string { return string(pyjson.AppendStringBody(nil, s)) }
 
 var (
-	plainJSON   = newJSONForm(func(s string) string { return s }, pyjson.AppendString, pyjson.Append)
-	escapedJSON = newJSONForm(escapeBody, pyjson.AppendStringEscaped, pyjson.AppendEscaped)
+	plainJSON   = newJSONForm(false, func(s string) string { return s }, pyjson.AppendString, pyjson.Append)
+	escapedJSON = newJSONForm(true, escapeBody, pyjson.AppendStringEscaped, pyjson.AppendEscaped)
 )
 
 // appendFieldJSON appends primitiveOf(f, v) as JSON, in form js.
