@@ -36,7 +36,13 @@ func serveRaw(o rawamqp.Options, replyFile, mysqlAddr, queryDB string) error {
 			return err
 		}
 		defer db.Close()
-		o.Work = func(ctx context.Context) error { return listQuery(ctx, db) }
+		o.Work = func(ctx context.Context) error {
+			err := listQuery(ctx, db)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench raw server: list query:", err)
+			}
+			return err
+		}
 	}
 	switch {
 	case o.OsloWire && replyFile != "":
