@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -88,13 +89,10 @@ func TestBarbicanBackendThroughManager(t *testing.T) {
 
 	// A Barbican failure in the middle of a create leaves nothing behind.
 	f.Mu.Lock()
-	posts := 0
+	var posts atomic.Int32 // the fake calls Fail from its handlers, which run at once
 	f.Fail = func(method, path string) int {
-		if method == "POST" && strings.HasSuffix(path, "/containers") {
-			posts++
-			if posts == 3 {
-				return 503
-			}
+		if method == "POST" && strings.HasSuffix(path, "/containers") && posts.Add(1) == 3 {
+			return 503
 		}
 		return 0
 	}

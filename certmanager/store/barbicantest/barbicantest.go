@@ -30,6 +30,8 @@ type Server struct {
 	AuthCalls  int
 	Calls      []string
 	// Fail returns an HTTP status to answer instead (0: serve normally).
+	// Fail and Block run without Mu held, from as many handlers as there
+	// are requests in flight: state they keep must be safe for that.
 	Fail func(method, path string) int
 	// Block, when set, makes matching requests wait until the client gives up.
 	Block func(method, path string) bool
