@@ -122,8 +122,14 @@ func isDigits(s string) bool {
 	return true
 }
 
+// deleteCompleteGrace is how long watch keeps polling a cluster in
+// DELETE_COMPLETE for its row to go: the conductor deletes the row right
+// after writing that status, in the same sync cycle.
+const deleteCompleteGrace = 30 * time.Second
+
 // watch polls the cluster every half second and prints each status change
-// until it leaves *_IN_PROGRESS (or is gone, after a delete).
+// until it leaves *_IN_PROGRESS (or is gone, after a delete: DELETE_COMPLETE
+// is waited past for up to deleteCompleteGrace).
 func (g *globals) watch(parent context.Context, uuid, first string) error {
 	s, _, cancel, err := g.connect(parent)
 	if err != nil {
@@ -132,6 +138,7 @@ func (g *globals) watch(parent context.Context, uuid, first string) error {
 	defer cancel()
 	defer s.close()
 	last := ""
+	var deleteComplete time.Time // when DELETE_COMPLETE was first seen
 	if first != "" {
 		fmt.Fprintf(g.out, "%s  %s\n", time.Now().UTC().Format(time.RFC3339), first)
 		last = first
@@ -156,7 +163,11 @@ func (g *globals) watch(parent context.Context, uuid, first string) error {
 			fmt.Fprintf(g.out, "%s  %s%s\n", time.Now().UTC().Format(time.RFC3339), c.Status, reason)
 			last = c.Status
 		}
-		if !strings.HasSuffix(c.Status, "_IN_PROGRESS") {
+		if c.Status == objects.DeleteComplete && deleteComplete.IsZero() {
+			deleteComplete = time.Now()
+		}
+		waitRowGone := c.Status == objects.DeleteComplete && time.Since(deleteComplete) < deleteCompleteGrace
+		if !strings.HasSuffix(c.Status, "_IN_PROGRESS") && !waitRowGone {
 			if strings.HasSuffix(c.Status, "_FAILED") {
 				return fmt.Errorf("cluster %s ended in %s: %s", uuid, c.Status, objects.Deref(c.StatusReason))
 			}
