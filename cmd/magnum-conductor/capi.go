@@ -43,6 +43,9 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		CloudRegion:         c.CloudRegion,
 		CloudInterface:      c.CloudInterface,
 		CloudCACert:         cloudCACert,
+		ProbeInterval:       c.ProbeInterval,
+		ProbeTimeout:        c.ProbeTimeout,
+		CacheSyncTimeout:    c.StartTimeout,
 	}
 }
 
@@ -88,6 +91,11 @@ func keystoneOptions(cfg *config.Config) keystone.Options {
 // wrapping drivers.ErrNotReady: a create ends in CREATE_FAILED with that
 // reason, and sync_cluster_status leaves its clusters' status unchanged (an
 // empty cache must never read as "every CAPI Cluster is gone").
+//
+// Once started, the driver notices a management cluster that stops
+// answering (see capi.Options.ProbeInterval): status sync then leaves its
+// clusters alone and their health reads UNKNOWN, until it answers again and
+// the caches are rebuilt.
 //
 // The informers live as long as ctx, the process's root context.
 func newCAPIDriver(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (drivers.Driver, error) {

@@ -192,6 +192,9 @@ kubeconfig_context = mgmt
 create_timeout = 30
 delete_timeout = 45
 resync_period = 120
+start_timeout = 90
+management_probe_interval = 7
+management_probe_timeout = 3
 cloud_region = RegionTwo
 cloud_interface = internal
 [keystone_authtoken]
@@ -204,7 +207,8 @@ project_name = service
 `)
 	o := capiOptions(cfg.CAPIDriver, "PEM")
 	if o.NamespacePrefix != "tenant" || o.Context != "mgmt" || o.CreateTimeout != 30*time.Minute || o.DeleteTimeout != 45*time.Minute ||
-		o.ResyncPeriod != 2*time.Minute || o.CloudRegion != "RegionTwo" || o.CloudInterface != "internal" || o.CloudCACert != "PEM" {
+		o.ResyncPeriod != 2*time.Minute || o.CloudRegion != "RegionTwo" || o.CloudInterface != "internal" || o.CloudCACert != "PEM" ||
+		o.ProbeInterval != 7*time.Second || o.ProbeTimeout != 3*time.Second || o.CacheSyncTimeout != 90*time.Second {
 		t.Fatalf("%+v", o)
 	}
 	if err := o.Validate(); err != nil {

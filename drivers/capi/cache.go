@@ -87,14 +87,16 @@ func stripManagedFields(obj any) (any, error) {
 // stateCache is the set of shared informers the driver reads from.
 type stateCache struct {
 	clusters, deployments, machines, controlPlanes, infraClusters, infraMachines toolscache.SharedIndexInformer
+	cancel                                                                       context.CancelFunc
 }
 
 // newStateCache builds the informers: CAPI objects filtered by the magnum
 // cluster label (propagated through the topology metadata), CAPO objects by
-// the CAPI cluster-name label.
-func newStateCache(client dynamic.Interface, resync time.Duration) (*stateCache, error) {
+// the CAPI cluster-name label. onError hears about every list or watch
+// request of theirs that fails (the informers retry by themselves).
+func newStateCache(client dynamic.Interface, resync time.Duration, onError func(error)) (*stateCache, error) {
 	inf := func(gvr schema.GroupVersionResource, selector string) toolscache.SharedIndexInformer {
-		return newInformer(client, gvr, selector, resync)
+		return newInformer(client, gvr, selector, resync, onError)
 	}
 	c := &stateCache{
 		clusters:      inf(gvrCluster, LabelClusterUUID),
@@ -161,16 +163,25 @@ func (c *controlPlane) DeepCopyObject() runtime.Object {
 // carry the selector's label. It is built on tools/cache directly: the
 // dynamicinformer package imports client-go/informers, and with it every
 // Kubernetes API group.
-func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, selector string, resync time.Duration) toolscache.SharedIndexInformer {
+func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, selector string, resync time.Duration, onError func(error)) toolscache.SharedIndexInformer {
 	res := client.Resource(gvr).Namespace(metav1.NamespaceAll)
+	failed := func(ctx context.Context, err error) {
+		if err != nil && ctx.Err() == nil && onError != nil {
+			onError(err)
+		}
+	}
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = selector
-			return res.List(ctx, o)
+			l, err := res.List(ctx, o)
+			failed(ctx, err)
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = selector
-			return res.Watch(ctx, o)
+			w, err := res.Watch(ctx, o)
+			failed(ctx, err)
+			return w, err
 		},
 	}
 	return toolscache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{
@@ -184,9 +195,19 @@ func (c *stateCache) all() []toolscache.SharedIndexInformer {
 	return []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines}
 }
 
-func (c *stateCache) start(ctx context.Context) {
+// start runs the informers until ctx ends or stop is called (cancel is
+// ctx's own cancel function).
+func (c *stateCache) start(ctx context.Context, cancel context.CancelFunc) {
+	c.cancel = cancel
 	for _, inf := range c.all() {
 		go inf.RunWithContext(ctx)
+	}
+}
+
+// stop ends the informers of a started cache.
+func (c *stateCache) stop() {
+	if c.cancel != nil {
+		c.cancel()
 	}
 }
 

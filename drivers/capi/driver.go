@@ -39,16 +39,23 @@ type Deps struct {
 
 // Driver is the Cluster API driver.
 type Driver struct {
-	opts  Options
-	deps  Deps
-	log   *slog.Logger
-	cache *stateCache
-	now   func() time.Time
+	opts Options
+	deps Deps
+	log  *slog.Logger
+	now  func() time.Time
+	// cache is replaced by a new one when the management cluster answers
+	// again after it was lost (see watchManagement).
+	cache atomic.Pointer[stateCache]
 
 	startMu          sync.Mutex
 	informersStarted bool
 	ready            atomic.Bool
 	notReady         atomic.Pointer[string] // why the last start attempt failed
+
+	// lost is set while the management cluster does not answer after the
+	// driver started; probeKick asks watchManagement for a probe now.
+	lost      atomic.Pointer[lostState]
+	probeKick chan struct{}
 
 	// written holds, per Cluster ("namespace/name"), the generation our last
 	// apply produced, until the informer cache has caught up with it.
@@ -182,11 +189,13 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 	if now == nil {
 		now = time.Now
 	}
-	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod)
+	d := &Driver{opts: opts, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
+	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod, d.kickProbe)
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{opts: opts, deps: deps, log: log.With("driver", DriverName), cache: c, now: now}, nil
+	d.cache.Store(c)
+	return d, nil
 }
 
 // Start makes one start attempt bounded by ctx: it checks that the
@@ -240,14 +249,16 @@ func (d *Driver) start(run, attempt context.Context) error {
 		return fail(fmt.Errorf("capi: the management cluster does not serve %s: %w", gvrCluster.GroupVersion(), err))
 	}
 	if !d.informersStarted {
-		d.cache.start(run)
+		ctx, cancel := context.WithCancel(run)
+		d.cache.Load().start(ctx, cancel)
 		d.informersStarted = true
 	}
-	if err := d.cache.waitForSync(attempt); err != nil {
+	if err := d.cache.Load().waitForSync(attempt); err != nil {
 		return fail(err)
 	}
 	d.ready.Store(true)
 	d.notReady.Store(nil)
+	go d.watchManagement(run)
 	return nil
 }
 
@@ -674,14 +685,14 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 // (capi-driver.md §5.2). It makes no API request except the one-time
 // clean-up once a deleted Cluster is gone.
 func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
-	if err := d.usable(); err != nil {
+	if err := d.current(); err != nil {
 		return err
 	}
 	now := d.now()
 	r, ok := refOf(c)
 	var obs observation
 	if ok {
-		obs = d.cache.observe(r.Namespace, r.Name)
+		obs = d.cache.Load().observe(r.Namespace, r.Name)
 		var generation int64
 		if obs.Cluster != nil {
 			generation = obs.Cluster.Generation
@@ -698,6 +709,11 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	var deleteDeadline time.Time
 	if obs.Cluster != nil && obs.Cluster.DeletionTimestamp != nil {
 		deleteDeadline = d.deleteStart(r, obs.Cluster).Add(d.opts.DeleteTimeout)
+	}
+	if deadlinePassed(c, ngs, now, createDeadline, deleteDeadline) {
+		if err := d.confirmReachable(ctx); err != nil {
+			return err
+		}
 	}
 	labels, _ := d.opts.Labels.Parse(c.Labels) // already validated at create; defaults on error
 
@@ -823,6 +839,28 @@ func (d *Driver) createDeadlineFor(c *objects.Cluster, ng *objects.NodeGroup, cl
 	return clusterDeadline
 }
 
+// deadlinePassed reports whether this sync may fail c or one of its
+// nodegroups on a deadline: the delete deadline has passed, or the create
+// deadline has passed while something is still being created (nodegroup
+// deadlines are never earlier than the cluster's).
+func deadlinePassed(c *objects.Cluster, ngs []*objects.NodeGroup, now, createDeadline, deleteDeadline time.Time) bool {
+	if !deleteDeadline.IsZero() && now.After(deleteDeadline) {
+		return true
+	}
+	if createDeadline.IsZero() || !now.After(createDeadline) {
+		return false
+	}
+	if c.Status == objects.CreateInProgress {
+		return true
+	}
+	for _, ng := range ngs {
+		if ng.Status == objects.CreateInProgress {
+			return true
+		}
+	}
+	return false
+}
+
 // createTimeout is the cluster's create_timeout, or the driver's default.
 func (d *Driver) createTimeout(c *objects.Cluster) time.Duration {
 	if n := deref(c.CreateTimeout); n > 0 {
@@ -889,7 +927,7 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ driver
 	// Resolve every node before the first write.
 	var victims []string
 	if len(nodesToRemove) > 0 {
-		obs := d.cache.observe(r.Namespace, r.Name)
+		obs := d.cache.Load().observe(r.Namespace, r.Name)
 		mdName := mdNameFor(ng)
 		inNG := func(m *clusterv1.Machine) bool {
 			if ng.Role == objects.RoleMaster {

@@ -109,6 +109,13 @@ func randHex(n int) string {
 }
 
 func newEnv(t testing.TB) *env {
+	return newEnvWith(t, Options{CreateTimeout: time.Hour}, nil)
+}
+
+// newEnvWith is newEnv with the driver's options, and wrap (when not nil)
+// around the transport of the driver's own client; the test's client
+// (e.dyn, playing Cluster API) is never wrapped.
+func newEnvWith(t testing.TB, opts Options, wrap func(http.RoundTripper) http.RoundTripper) *env {
 	needServer(t)
 	e := &env{creds: &fakeCreds{},
 		store: &memStore{templates: map[string]*objects.ClusterTemplate{}, ngs: map[string][]*objects.NodeGroup{}}, project: randHex(16)}
@@ -120,11 +127,19 @@ func newEnv(t testing.TB) *env {
 	}
 	e.dyn = dyn
 	e.core = NewCore(dyn)
+	driverDyn := dyn
+	if wrap != nil {
+		cfg := countingConfig(&e.requests)
+		cfg.Wrap(wrap)
+		if driverDyn, err = dynamic.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	d, err := New(Options{CreateTimeout: time.Hour}, Deps{Dynamic: dyn, Core: e.core, Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
+	d, err := New(opts, Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
 		Now: func() time.Time { return *e.now.Load() }}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -801,7 +816,7 @@ func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "extra MD gone from the cache", func() (bool, string) {
-		obs := e.d.cache.observe(p.r.Namespace, p.r.Name)
+		obs := e.d.cache.Load().observe(p.r.Namespace, p.r.Name)
 		_, ok := obs.Deployments["extra"]
 		return !ok, fmt.Sprint(len(obs.Deployments))
 	})
@@ -1120,7 +1135,7 @@ func BenchmarkUpdateClusterStatus1000(b *testing.B) {
 		}
 	}
 	eventually(b, "1,000 clusters in the cache", func() (bool, string) {
-		got := len(e.d.cache.clusters.GetIndexer().List())
+		got := len(e.d.cache.Load().clusters.GetIndexer().List())
 		return got >= n, fmt.Sprint(got)
 	})
 	before := e.requests.Load()

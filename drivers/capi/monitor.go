@@ -16,7 +16,7 @@ import (
 // cluster sees it, read from the informer cache (no API requests, no
 // connection to the workload cluster).
 func (d *Driver) Monitor(_ context.Context, c *objects.Cluster) (drivers.Monitor, error) {
-	if err := d.usable(); err != nil {
+	if err := d.current(); err != nil {
 		return nil, err
 	}
 	r, ok := refOf(c)
@@ -36,7 +36,10 @@ func (m monitor) PollHealth(ctx context.Context) (drivers.Health, error) {
 	if err := ctx.Err(); err != nil {
 		return drivers.Health{}, err
 	}
-	return healthOf(m.d.cache.observe(m.r.Namespace, m.r.Name)), nil
+	if err := m.d.current(); err != nil {
+		return drivers.Health{}, err
+	}
+	return healthOf(m.d.cache.Load().observe(m.r.Namespace, m.r.Name)), nil
 }
 
 func conditionHealth(conds []metav1.Condition, t string) (bool, string) {

@@ -51,6 +51,15 @@ type Options struct {
 	// Provides overrides the (server_type, os) pairs served; default
 	// vm/ubuntu, vm/flatcar, vm/rockylinux.
 	OSDistros []string
+	// ProbeInterval is how often the started driver checks that the
+	// management cluster answers (also at once when an informer's request
+	// fails). Default 10 s.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one such check. Default 5 s.
+	ProbeTimeout time.Duration
+	// CacheSyncTimeout bounds the refill of the informer caches when the
+	// management cluster answers again after it was lost. Default 60 s.
+	CacheSyncTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -75,6 +84,15 @@ func (o Options) withDefaults() Options {
 	if o.CloudInterface == "" {
 		o.CloudInterface = "public"
 	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = 10 * time.Second
+	}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = 5 * time.Second
+	}
+	if o.CacheSyncTimeout == 0 {
+		o.CacheSyncTimeout = 60 * time.Second
+	}
 	if len(o.OSDistros) == 0 {
 		o.OSDistros = []string{"ubuntu", "flatcar", "rockylinux"}
 	}
@@ -91,7 +109,8 @@ func (o Options) Validate() error {
 	if _, err := classBundle(o.ClusterClassVersion); err != nil {
 		errs = append(errs, err)
 	}
-	if o.CreateTimeout < 0 || o.DeleteTimeout < 0 || o.ResyncPeriod < 0 {
+	if o.CreateTimeout < 0 || o.DeleteTimeout < 0 || o.ResyncPeriod < 0 ||
+		o.ProbeInterval < 0 || o.ProbeTimeout < 0 || o.CacheSyncTimeout < 0 {
 		errs = append(errs, errors.New("capi: timeouts must not be negative"))
 	}
 	if err := o.Labels.validateSchema(); err != nil {
