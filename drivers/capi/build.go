@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/exception"
@@ -181,8 +182,8 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		md := clusterv1.MachineDeploymentTopology{
 			Class: workerClass,
 			Name:  name,
-			Metadata: clusterv1.ObjectMeta{Labels: labelsWith(map[string]string{
-				LabelNodeGroupUUID: ng.UUID, LabelRole: objects.RoleWorker})},
+			Metadata: clusterv1.ObjectMeta{Labels: labelsWith(withNodeLabels(map[string]string{
+				LabelNodeGroupUUID: ng.UUID, LabelRole: objects.RoleWorker}, ng))},
 			FailureDomain: firstNonEmpty(ptr(ng.Labels["availability_zone"]), ptr(l.String("availability_zone"))),
 			HealthCheck:   clusterv1.MachineDeploymentTopologyHealthCheck{Enabled: ptr(autoHeal)},
 		}
@@ -232,8 +233,8 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 				ClassRef: clusterv1.ClusterClassRef{Name: className(s.ClassVersion)},
 				Version:  l.String("kube_tag"),
 				ControlPlane: clusterv1.ControlPlaneTopology{
-					Metadata: clusterv1.ObjectMeta{Labels: labelsWith(map[string]string{
-						LabelNodeGroupUUID: master.UUID, LabelRole: objects.RoleMaster})},
+					Metadata: clusterv1.ObjectMeta{Labels: labelsWith(withNodeLabels(map[string]string{
+						LabelNodeGroupUUID: master.UUID, LabelRole: objects.RoleMaster}, master))},
 					Replicas: ptr(int32(master.NodeCount)),
 				},
 				Workers:   clusterv1.WorkersTopology{MachineDeployments: mds},
@@ -242,6 +243,28 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		},
 	}
 	return cl, nil
+}
+
+// withNodeLabels adds to m the labels that end up on the nodegroup's Nodes:
+// its name (the sanitised one when the name is no valid label value) and,
+// for workers, node-role.kubernetes.io/<role> (when the role makes a valid
+// label key; kubeadm gives control-plane nodes their own role label).
+func withNodeLabels(m map[string]string, ng *objects.NodeGroup) map[string]string {
+	name := ng.Name
+	if len(validation.IsValidLabelValue(name)) > 0 {
+		name = mdNameFor(ng)
+	}
+	m[LabelNodeNodeGroup] = name
+	if ng.Role != objects.RoleMaster {
+		role := ng.Role
+		if role == "" {
+			role = objects.RoleWorker
+		}
+		if key := labelNodeRolePrefix + role; len(validation.IsQualifiedName(key)) == 0 {
+			m[key] = ""
+		}
+	}
+	return m
 }
 
 // toUnstructured converts a typed object through JSON (honouring omitzero),

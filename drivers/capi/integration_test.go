@@ -358,6 +358,15 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 	if cl.Annotations[annotationTemplateID] != *c.ClusterTemplateID || cl.Annotations[annotationCreateDeadline] == "" {
 		t.Errorf("annotations = %v", cl.Annotations)
 	}
+	// The labels Cluster API copies to the Nodes, as the API server keeps them.
+	if topo.ControlPlane.Metadata.Labels[LabelNodeNodeGroup] != "default-master" {
+		t.Errorf("control plane node labels: %v", topo.ControlPlane.Metadata.Labels)
+	}
+	for _, md := range mds {
+		if v, ok := md.Metadata.Labels["node-role.kubernetes.io/worker"]; !ok || v != "" || md.Metadata.Labels[LabelNodeNodeGroup] != md.Name {
+			t.Errorf("machine deployment %s node labels: %v", md.Name, md.Metadata.Labels)
+		}
+	}
 	applied := false
 	for _, mf := range cl.ManagedFields {
 		applied = applied || (mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)

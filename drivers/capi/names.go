@@ -17,6 +17,16 @@ const (
 	LabelSecretKind    = "magnum.openstack.org/secret-kind"
 )
 
+// Node labels: Cluster API copies the labels of these domains from a
+// Machine to its Node, and the topology's metadata reaches the Machines.
+const (
+	// LabelNodeNodeGroup names the nodegroup of a Node.
+	LabelNodeNodeGroup = "node.cluster.x-k8s.io/nodegroup"
+	// labelNodeRolePrefix + role, with an empty value, is Kubernetes' role
+	// label (kubectl get nodes shows it as ROLES).
+	labelNodeRolePrefix = "node-role.kubernetes.io/"
+)
+
 // Annotations the driver reads or writes.
 const (
 	annotationTemplateID         = "magnum.openstack.org/cluster-template-id"
