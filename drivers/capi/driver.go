@@ -715,8 +715,6 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			return err
 		}
 	}
-	labels, _ := d.opts.Labels.Parse(c.Labels) // already validated at create; defaults on error
-
 	var failedNow []string // nodegroups that failed at this sync
 	for _, ng := range ngs {
 		var res ngResult
@@ -742,7 +740,10 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 					}
 				}
 			}
-			auto := isAutoscaled(labels, ng)
+			// Whether the nodegroup is autoscaled is read from what the last
+			// apply wrote (the template's labels under the cluster's), not
+			// worked out again from the cluster's labels alone.
+			auto := appliedAutoscaled(md)
 			res = mapWorkerNodeGroup(ng, md, machines, auto, now, d.createDeadlineFor(c, ng, createDeadline))
 			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
 				ng.NodeCount = int64(*md.Spec.Replicas)
@@ -924,6 +925,12 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ driver
 	if !ok {
 		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
 	}
+	// The template's labels count as at apply (autoscaling may come from
+	// them). Read before the first write.
+	t, err := d.template(ctx, c)
+	if err != nil {
+		return err
+	}
 	// Resolve every node before the first write.
 	var victims []string
 	if len(nodesToRemove) > 0 {
@@ -984,7 +991,7 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ driver
 		ng.NodeCount = prevCount
 		return err
 	}
-	labels, _ := d.opts.Labels.Parse(c.Labels)
+	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t)) // validated at create; defaults on error
 	if ng.Role != objects.RoleMaster && isAutoscaled(labels, ng) {
 		if err := d.setAutoscaledReplicas(ctx, r, ng, nodeCount); err != nil {
 			ng.NodeCount = prevCount

@@ -944,6 +944,60 @@ func TestAutoscaledNodeGroupLeavesReplicasToTheAutoscaler(t *testing.T) {
 	}
 }
 
+// TestAutoscalingFromTheTemplateCountsForResizeAndStatus: with
+// auto_scaling_enabled only in the template's labels, the topology is
+// applied autoscaled, and resize and status sync treat the nodegroup the
+// same way: a resize sets the replicas the autoscaler then owns, and the
+// status sync reads the autoscaler's count back into node_count.
+func TestAutoscalingFromTheTemplateCountsForResizeAndStatus(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCluster("tmplauto", map[string]string{"kube_tag": "v1.33.4"},
+		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(5))})
+	e.store.mu.Lock()
+	e.store.templates[*c.ClusterTemplateID].Labels["auto_scaling_enabled"] = "true"
+	e.store.mu.Unlock()
+	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := refOf(c)
+	p := &capi{t: t, e: e, r: r, c: c}
+	topo := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]
+	if topo.Replicas != nil || topo.Metadata.Annotations[clusterv1.AutoscalerMinSizeAnnotation] != "1" {
+		t.Fatalf("applied topology is not autoscaled: %+v", topo)
+	}
+
+	// Resize: the replicas are set once, for the autoscaler to own.
+	ng := e.nodeGroups(c)[1]
+	if err := e.d.ResizeCluster(context.Background(), c, nil, 3, nil, ng); err != nil {
+		t.Fatal(err)
+	}
+	if got := deref(e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0].Replicas); got != 3 {
+		t.Fatalf("replicas after resize = %d, want 3", got)
+	}
+
+	// Cluster API creates the MachineDeployment with the topology's
+	// annotations; the autoscaler has since moved it to 4.
+	md := &clusterv1.MachineDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment"},
+		ObjectMeta: p.ownedMeta(r.Name+"-default-worker", map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "default-worker"}),
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: r.Name, Replicas: ptr(int32(4)),
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "default-worker"}},
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{ClusterName: r.Name,
+				Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr("bootstrap")}, InfrastructureRef: infraRef("OpenStackMachineTemplate", "w")}},
+		},
+	}
+	md.Annotations = topo.Metadata.Annotations
+	p.create(gvrMD, md)
+	eventually(t, "node_count read from the autoscaled MachineDeployment", func() (bool, string) {
+		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+		n := e.nodeGroups(c)[1].NodeCount
+		return n == 4, fmt.Sprintf("node_count %d", n)
+	})
+}
+
 func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	e := newEnv(t)
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 2})

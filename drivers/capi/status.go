@@ -436,6 +436,16 @@ func mdNotReady(md *clusterv1.MachineDeployment) string {
 	return fmt.Sprintf("%d/%d machines up to date and available", max(i32(md.Status.AvailableReplicas), 0), max(i32(md.Spec.Replicas), 0))
 }
 
+// appliedAutoscaled reports whether the MachineDeployment was applied as
+// autoscaled: the apply then writes the autoscaler's size annotations.
+func appliedAutoscaled(md *clusterv1.MachineDeployment) bool {
+	if md == nil {
+		return false
+	}
+	_, ok := md.Annotations[clusterv1.AutoscalerMinSizeAnnotation]
+	return ok
+}
+
 func autoscalerBounds(md *clusterv1.MachineDeployment) (int32, int32) {
 	min, max := int32(0), int32(-1)
 	fmt.Sscan(md.Annotations[clusterv1.AutoscalerMinSizeAnnotation], &min)
