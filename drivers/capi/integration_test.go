@@ -1020,9 +1020,18 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	// Accepted from UPDATE_FAILED (mcapi#373).
 	c.Status = objects.UpdateFailed
 	next := &objects.ClusterTemplate{UUID: ptr("tmpl-next"), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.medium"),
-		Labels: map[string]string{"kube_tag": "v1.34.1"}}
+		Labels: map[string]string{"kube_tag": "v1.34.1", "boot_volume_type": "fast"}}
+	worker := e.nodeGroups(c)[1]
+	worker.Labels = map[string]string{"kube_tag": "v1.33.4", "other": "kept"}
 	if err := e.d.UpgradeCluster(context.Background(), c, next, 2, nil, nil, false); err != nil {
 		t.Fatal(err)
+	}
+	// Only kube_tag comes from the new template into the records' labels.
+	if _, ok := c.Labels["boot_volume_type"]; ok {
+		t.Errorf("the new template's other labels were copied into the cluster's: %v", c.Labels)
+	}
+	if worker.Labels["kube_tag"] != "v1.34.1" || worker.Labels["other"] != "kept" {
+		t.Errorf("worker nodegroup labels after the upgrade: %v", worker.Labels)
 	}
 	cl := e.getCluster(t, p.r)
 	if cl.Spec.Topology.Version != "v1.34.1" || variableValue(t, cl.Spec.Topology.Variables, "imageID") != "img-2" ||

@@ -60,11 +60,15 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 	if current.DeletionTimestamp != nil {
 		return notSupported("Cluster %s is being deleted.", r)
 	}
+	// Only kube_tag comes from the new template into the cluster's labels
+	// (as Magnum's drivers do); its other labels count under the
+	// cluster's, as at every apply.
 	newLabels := mergedLabels(&objects.Cluster{Labels: c.Labels}, nil)
-	for k, v := range t.Labels {
-		newLabels[k] = v // the new template decides the upgrade-relevant labels
+	newTag, hasTag := t.Labels["kube_tag"]
+	if hasTag {
+		newLabels["kube_tag"] = newTag
 	}
-	parsed, err := d.opts.Labels.Parse(newLabels)
+	parsed, err := d.opts.Labels.Parse(mergedLabels(&objects.Cluster{Labels: newLabels}, t))
 	if err != nil {
 		return notSupported("The new cluster template has invalid labels: %v", err)
 	}
@@ -87,6 +91,10 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 			n.ImageID = t.ImageID
 		}
 		n.Version = ptr(to)
+		if _, ok := n.Labels["kube_tag"]; ok && hasTag {
+			n.Labels = mergedLabels(&objects.Cluster{Labels: n.Labels}, nil) // a copy: the snapshot keeps the old map
+			n.Labels["kube_tag"] = newTag
+		}
 	}
 	if _, err := desiredCluster(spec{Cluster: &next, Template: t, NodeGroups: ngs, Labels: parsed, Namespace: r.Namespace,
 		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, IdentityRef: "x"}); err != nil {
@@ -135,6 +143,7 @@ type clusterSnapshot struct {
 	ngImages []*string
 	ngVers   []*string
 	ngStatus []string
+	ngLabels []map[string]string
 }
 
 func snapshot(c *objects.Cluster, ngs []*objects.NodeGroup) clusterSnapshot {
@@ -143,6 +152,7 @@ func snapshot(c *objects.Cluster, ngs []*objects.NodeGroup) clusterSnapshot {
 		s.ngImages = append(s.ngImages, n.ImageID)
 		s.ngVers = append(s.ngVers, n.Version)
 		s.ngStatus = append(s.ngStatus, n.Status)
+		s.ngLabels = append(s.ngLabels, n.Labels)
 	}
 	return s
 }
@@ -150,6 +160,6 @@ func snapshot(c *objects.Cluster, ngs []*objects.NodeGroup) clusterSnapshot {
 func (s clusterSnapshot) restore(c *objects.Cluster) {
 	c.Labels, c.ClusterTemplateID, c.ClusterTemplate = s.labels, s.template, s.tmplObj
 	for i, n := range s.ngs {
-		n.ImageID, n.Version, n.Status = s.ngImages[i], s.ngVers[i], s.ngStatus[i]
+		n.ImageID, n.Version, n.Status, n.Labels = s.ngImages[i], s.ngVers[i], s.ngStatus[i], s.ngLabels[i]
 	}
 }
