@@ -7,8 +7,16 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/openstack/magnum-conductor/api/objects"
 )
+
+// credentialRefOf is the credential a cloud-credentials Secret names ("" id
+// when it names none).
+func credentialRefOf(s corev1.Secret) CredentialRef {
+	return CredentialRef{ID: s.Annotations[annotationCredentialID], UserID: s.Annotations[annotationCredentialUserID]}
+}
 
 // RotateCredential implements drivers.CredentialRotator: issue a new
 // credential, write it to a new Secret, point the cluster at it, verify it,
@@ -46,14 +54,14 @@ func (d *Driver) RotateCredential(ctx context.Context, c *objects.Cluster) error
 		if err := d.reapply(ctx, c, nil, applyOptions{identityRef: oldName}); err != nil {
 			errs = append(errs, fmt.Errorf("restore identity %s: %w", oldName, err))
 		}
-		errs = append(errs, d.deps.Core.DeleteSecret(ctx, r.Namespace, newName), d.deps.Credentials.Revoke(ctx, c, cred.ID))
+		errs = append(errs, d.deps.Core.DeleteSecret(ctx, r.Namespace, newName), d.deps.Credentials.Revoke(ctx, c, cred.Ref()))
 		return errors.Join(errs...)
 	}
 	if err := d.deps.Credentials.Verify(ctx, cred); err != nil {
-		return errors.Join(fmt.Errorf("capi: new credential does not authenticate: %w", err), d.deps.Credentials.Revoke(ctx, c, cred.ID))
+		return errors.Join(fmt.Errorf("capi: new credential does not authenticate: %w", err), d.deps.Credentials.Revoke(ctx, c, cred.Ref()))
 	}
 	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, newName, cred)); err != nil {
-		return errors.Join(err, d.deps.Credentials.Revoke(ctx, c, cred.ID))
+		return errors.Join(err, d.deps.Credentials.Revoke(ctx, c, cred.Ref()))
 	}
 	if err := d.reapply(ctx, c, nil, applyOptions{identityRef: newName}); err != nil {
 		return undo(err)
@@ -63,8 +71,8 @@ func (d *Driver) RotateCredential(ctx context.Context, c *objects.Cluster) error
 		if s.Name == newName {
 			continue
 		}
-		if id := s.Annotations[annotationCredentialID]; id != "" {
-			if err := d.deps.Credentials.Revoke(ctx, c, id); err != nil {
+		if ref := credentialRefOf(s); ref.ID != "" {
+			if err := d.deps.Credentials.Revoke(ctx, c, ref); err != nil {
 				errs = append(errs, fmt.Errorf("revoke old credential: %w", err))
 				continue
 			}

@@ -30,6 +30,20 @@ type Credential struct {
 	ID      string
 	Secret  string
 	AuthURL string
+	// UserID is the Keystone user the credential belongs to: the user whose
+	// request issued it, not always the cluster's owner (a rotation by
+	// another project member issues it under that member).
+	UserID string
+}
+
+// Ref names the credential for Revoke.
+func (c Credential) Ref() CredentialRef { return CredentialRef{ID: c.ID, UserID: c.UserID} }
+
+// CredentialRef names an application credential to revoke: its id and the
+// user it belongs to ("" for the cluster's owner, as for Secrets written
+// before the user was recorded).
+type CredentialRef struct {
+	ID, UserID string
 }
 
 // CredentialIssuer creates, checks and revokes the cloud credential CAPO
@@ -39,7 +53,7 @@ type CredentialIssuer interface {
 	// Verify proves the credential authenticates.
 	Verify(ctx context.Context, cred Credential) error
 	// Revoke deletes the credential; an unknown id is not an error.
-	Revoke(ctx context.Context, cluster *objects.Cluster, id string) error
+	Revoke(ctx context.Context, cluster *objects.Cluster, cred CredentialRef) error
 }
 
 // Store is what the driver needs from the database: db.Store provides

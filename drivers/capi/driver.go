@@ -527,7 +527,7 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, credentialSecretName(r.Name), cred)); err != nil {
 		// No Secret names the credential, so the clean-up at deletion
 		// would never find it: revoke it now.
-		if rerr := d.deps.Credentials.Revoke(context.WithoutCancel(ctx), c, cred.ID); rerr != nil {
+		if rerr := d.deps.Credentials.Revoke(context.WithoutCancel(ctx), c, cred.Ref()); rerr != nil {
 			log.Error("cannot revoke the cloud credential whose Secret was not written", "credential_id", cred.ID,
 				"error", rerr.Error())
 		}
@@ -588,10 +588,20 @@ func (d *Driver) credentialSecret(c *objects.Cluster, r ref, name string, cred C
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
 			Labels:      mapWith(ownerLabels(c), map[string]string{clusterv1.ClusterNameLabel: r.Name, LabelSecretKind: "cloud-credentials"}),
-			Annotations: map[string]string{annotationCredentialID: cred.ID}},
+			Annotations: credentialAnnotations(cred)},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
+}
+
+// credentialAnnotations record on its Secret which credential it holds and
+// whose it is, so that it is revoked under that user.
+func credentialAnnotations(cred Credential) map[string]string {
+	a := map[string]string{annotationCredentialID: cred.ID}
+	if cred.UserID != "" {
+		a[annotationCredentialUserID] = cred.UserID
+	}
+	return a
 }
 
 // UpdateCluster implements drivers.Driver: re-apply the desired topology
@@ -668,9 +678,9 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 	}
 	var errs []error
 	for _, s := range secrets {
-		if id := s.Annotations[annotationCredentialID]; id != "" {
-			if err := d.deps.Credentials.Revoke(ctx, c, id); err != nil {
-				errs = append(errs, fmt.Errorf("revoke credential %s: %w", id, err))
+		if ref := credentialRefOf(s); ref.ID != "" {
+			if err := d.deps.Credentials.Revoke(ctx, c, ref); err != nil {
+				errs = append(errs, fmt.Errorf("revoke credential %s: %w", ref.ID, err))
 				continue
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/request"
 )
 
 // Test doubles for what is not Kubernetes (the cluster CAs, Keystone
@@ -20,25 +21,28 @@ func (fakeCerts) CAKeyPair(_ context.Context, c *objects.Cluster, kind CAKind) (
 }
 
 type fakeCreds struct {
-	mu        sync.Mutex
-	n         int
-	revoked   []string
-	verifyErr error
+	mu          sync.Mutex
+	n           int
+	revoked     []string
+	revokedRefs []CredentialRef
+	verifyErr   error
 }
 
-func (f *fakeCreds) Issue(_ context.Context, c *objects.Cluster) (Credential, error) {
+func (f *fakeCreds) Issue(ctx context.Context, c *objects.Cluster) (Credential, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
-	return Credential{ID: fmt.Sprintf("appcred-%d", f.n), Secret: "s3cret", AuthURL: "https://keystone.example/v3"}, nil
+	return Credential{ID: fmt.Sprintf("appcred-%d", f.n), Secret: "s3cret", AuthURL: "https://keystone.example/v3",
+		UserID: request.From(ctx).UserID}, nil
 }
 
 func (f *fakeCreds) Verify(context.Context, Credential) error { return f.verifyErr }
 
-func (f *fakeCreds) Revoke(_ context.Context, _ *objects.Cluster, id string) error {
+func (f *fakeCreds) Revoke(_ context.Context, _ *objects.Cluster, cred CredentialRef) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.revoked = append(f.revoked, id)
+	f.revoked = append(f.revoked, cred.ID)
+	f.revokedRefs = append(f.revokedRefs, cred)
 	return nil
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 )
 
@@ -1169,6 +1170,26 @@ func TestRotateCredential(t *testing.T) {
 	}
 	if got := e.secretNames(t, p.r.Namespace, credSecrets); len(got) != 1 || got[0] != ref {
 		t.Errorf("cloud-credentials secrets after a failed rotation = %v, want only %s", got, ref)
+	}
+
+	// A project member other than the owner rotates: the credential is
+	// theirs, the Secret says so, and the next rotation (by the owner)
+	// revokes it under that member, not under the owner.
+	e.creds.verifyErr = nil
+	member := request.With(ctx, &request.Context{UserID: "member-2", ProjectID: e.project, AuthToken: "tok"})
+	if err := e.d.RotateCredential(member, c); err != nil {
+		t.Fatal(err)
+	}
+	byMember := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string)
+	if s := e.secret(t, p.r.Namespace, byMember); s == nil || s.Annotations[annotationCredentialUserID] != "member-2" {
+		t.Fatalf("secret of the member's credential: %+v", s)
+	}
+	owner := request.With(ctx, &request.Context{UserID: "user-1", ProjectID: e.project, AuthToken: "tok"})
+	if err := e.d.RotateCredential(owner, c); err != nil {
+		t.Fatal(err)
+	}
+	if last := e.creds.revokedRefs[len(e.creds.revokedRefs)-1]; last.ID != "appcred-4" || last.UserID != "member-2" {
+		t.Errorf("the member's credential was revoked as %+v, want appcred-4 of member-2", last)
 	}
 	if err := e.d.RotateCACertificate(ctx, c); !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
 		t.Errorf("RotateCACertificate: %v", err)

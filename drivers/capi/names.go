@@ -34,6 +34,7 @@ const (
 	annotationCreateDeadline     = "magnum.openstack.org/create-deadline"
 	annotationDeleteRequested    = "magnum.openstack.org/delete-requested-at"
 	annotationCredentialID       = "magnum.openstack.org/credential-id"
+	annotationCredentialUserID   = "magnum.openstack.org/credential-user-id"
 	// workerClass is the MachineDeployment class of every nodegroup.
 	workerClass = "default-worker"
 )

@@ -198,7 +198,7 @@ func (i *Issuer) Issue(ctx context.Context, c *objects.Cluster) (capi.Credential
 	}
 	i.log.InfoContext(ctx, "created application credential", append(rc.LogAttrs(),
 		"cluster_uuid", objects.Deref(c.UUID), "application_credential_id", ac.ID, "application_credential_name", name)...)
-	return capi.Credential{ID: ac.ID, Secret: ac.Secret, AuthURL: authURL}, nil
+	return capi.Credential{ID: ac.ID, Secret: ac.Secret, AuthURL: authURL, UserID: rc.UserID}, nil
 }
 
 // Verify implements capi.CredentialIssuer: it authenticates with the
@@ -227,14 +227,19 @@ func (i *Issuer) Verify(ctx context.Context, cred capi.Credential) error {
 // Revoke implements capi.CredentialIssuer: it deletes the application
 // credential with the request's token when there is one (the requesting
 // user's credential), else, or when that user does not own it, with the
-// [keystone_auth] service credentials for the cluster's owner. An unknown id
-// is not an error.
-func (i *Issuer) Revoke(ctx context.Context, c *objects.Cluster, id string) error {
+// [keystone_auth] service credentials for the user it belongs to (cred's
+// user, or the cluster's owner when cred names none). An unknown id is not
+// an error.
+func (i *Issuer) Revoke(ctx context.Context, c *objects.Cluster, cred capi.CredentialRef) error {
+	id := cred.ID
 	if id == "" {
 		return nil
 	}
 	rc := request.From(ctx)
-	owner := objects.Deref(c.UserID)
+	owner := cred.UserID
+	if owner == "" {
+		owner = objects.Deref(c.UserID)
+	}
 	attrs := append(rc.LogAttrs(), "cluster_uuid", objects.Deref(c.UUID), "application_credential_id", id)
 	if rc.AuthToken != "" && rc.UserID != "" {
 		gone, err := i.delete(ctx, i.authURL(rc), rc.AuthToken, rc.UserID, id)
@@ -256,7 +261,7 @@ func (i *Issuer) Revoke(ctx context.Context, c *objects.Cluster, id string) erro
 		// (401): the owner's, with the service credentials below.
 	}
 	if owner == "" {
-		return failure("cannot delete application credential "+id+": the cluster has no user_id", nil)
+		return failure("cannot delete application credential "+id+": neither it nor the cluster names a user", nil)
 	}
 	if !i.opts.Service.configured() {
 		return failure("cannot delete application credential "+id+": no user token and no [keystone_auth] service credentials", nil)

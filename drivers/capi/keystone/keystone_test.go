@@ -136,10 +136,10 @@ func TestIssueVerifyRevokeLifecycle(t *testing.T) {
 		t.Fatalf("second issue: %v", err)
 	}
 
-	if err := f.iss.Revoke(ctx, c, cred.ID); err != nil {
+	if err := f.iss.Revoke(ctx, c, cred.Ref()); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.iss.Revoke(ctx, c, cred.ID); err != nil {
+	if err := f.iss.Revoke(ctx, c, cred.Ref()); err != nil {
 		t.Fatalf("revoking an unknown id: %v", err)
 	}
 	if got := f.ks.Creds(); len(got) != 1 || got[0].ID != cred2.ID {
@@ -247,7 +247,7 @@ func TestRevokeWithoutTokenUsesServiceCredentials(t *testing.T) {
 	}
 	// Periodic tasks run with the admin context: no token.
 	admin := request.With(context.Background(), request.Admin())
-	if err := f.iss.Revoke(admin, c, cred.ID); err != nil {
+	if err := f.iss.Revoke(admin, c, cred.Ref()); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.ks.Creds()) != 0 {
@@ -273,7 +273,7 @@ func TestRevokeByAnotherUserFallsBackToServiceCredentials(t *testing.T) {
 	}
 	// Another project member deletes the cluster: the credential is not
 	// theirs (404 under their user), so the owner's is deleted as the service.
-	if err := f.iss.Revoke(userCtx(otherID, otherToken, ""), c, cred.ID); err != nil {
+	if err := f.iss.Revoke(userCtx(otherID, otherToken, ""), c, cred.Ref()); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.ks.Creds()) != 0 {
@@ -284,14 +284,14 @@ func TestRevokeByAnotherUserFallsBackToServiceCredentials(t *testing.T) {
 func TestRevokeErrors(t *testing.T) {
 	t.Run("no token and no service credentials", func(t *testing.T) {
 		f := newFixture(t, func(o *Options) { o.Service = ServiceCredentials{} })
-		err := f.iss.Revoke(context.Background(), testCluster(), "abc")
+		err := f.iss.Revoke(context.Background(), testCluster(), capi.CredentialRef{ID: "abc"})
 		if !isAuthFailure(err) || !strings.Contains(err.Error(), "no user token") {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("service password rejected", func(t *testing.T) {
 		f := newFixture(t, func(o *Options) { o.Service.Password = "wrong-pa55" })
-		err := f.iss.Revoke(context.Background(), testCluster(), "abc")
+		err := f.iss.Revoke(context.Background(), testCluster(), capi.CredentialRef{ID: "abc"})
 		if !isAuthFailure(err) || !strings.Contains(err.Error(), "HTTP 401") || strings.Contains(err.Error(), "wrong-pa55") {
 			t.Fatalf("got %v", err)
 		}
@@ -299,7 +299,7 @@ func TestRevokeErrors(t *testing.T) {
 	t.Run("5xx on delete", func(t *testing.T) {
 		f := newFixture(t, nil)
 		f.ks.Fail(http.MethodDelete, "/v3/users/", http.StatusBadGateway, -1)
-		err := f.iss.Revoke(userCtx(ownerID, ownerToken, ""), testCluster(), "abc")
+		err := f.iss.Revoke(userCtx(ownerID, ownerToken, ""), testCluster(), capi.CredentialRef{ID: "abc"})
 		if !isAuthFailure(err) || !strings.Contains(err.Error(), "HTTP 502") {
 			t.Fatalf("got %v", err)
 		}
@@ -311,13 +311,13 @@ func TestRevokeErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.iss.Revoke(userCtx(ownerID, "expired-token-5ecret", ""), c, cred.ID); err != nil || len(f.ks.Creds()) != 0 {
+		if err := f.iss.Revoke(userCtx(ownerID, "expired-token-5ecret", ""), c, cred.Ref()); err != nil || len(f.ks.Creds()) != 0 {
 			t.Fatalf("got %v, %d credentials left", err, len(f.ks.Creds()))
 		}
 	})
 	t.Run("empty id is a no-op", func(t *testing.T) {
 		f := newFixture(t, nil)
-		if err := f.iss.Revoke(context.Background(), testCluster(), ""); err != nil || len(f.ks.Requests()) != 0 {
+		if err := f.iss.Revoke(context.Background(), testCluster(), capi.CredentialRef{ID: ""}); err != nil || len(f.ks.Requests()) != 0 {
 			t.Fatalf("got %v, %d requests", err, len(f.ks.Requests()))
 		}
 	})
@@ -338,9 +338,9 @@ func TestNoSecretInLogsOrErrors(t *testing.T) {
 	errs = append(errs, f.iss.Verify(ctx, bad))
 	_, err = f.iss.Issue(userCtx(ownerID, "expired-token-5ecret", ""), c)
 	errs = append(errs, err)
-	errs = append(errs, f.iss.Revoke(request.With(context.Background(), request.Admin()), c, cred.ID))
+	errs = append(errs, f.iss.Revoke(request.With(context.Background(), request.Admin()), c, cred.Ref()))
 	f.ks.Fail("", "/v3/", http.StatusInternalServerError, -1)
-	errs = append(errs, f.iss.Revoke(request.With(context.Background(), request.Admin()), c, "x"))
+	errs = append(errs, f.iss.Revoke(request.With(context.Background(), request.Admin()), c, capi.CredentialRef{ID: "x"}))
 
 	out := f.logs.String()
 	if !strings.Contains(out, "created application credential") || !strings.Contains(out, "deleted application credential") {
@@ -379,3 +379,33 @@ func TestIdentityEndpoint(t *testing.T) {
 }
 
 var _ capi.CredentialIssuer = (*Issuer)(nil)
+
+// TestRevokeOfACredentialIssuedByAnotherMember: a project member other
+// than the owner rotated the cluster's credential, so it belongs to that
+// member. Revoking it, with the owner's token or with none, deletes it
+// under that member (with the service credentials): before the member was
+// recorded, the owner's 404 read as "already gone" and it stayed.
+func TestRevokeOfACredentialIssuedByAnotherMember(t *testing.T) {
+	for name, ctx := range map[string]context.Context{
+		"owner's request":       userCtx(ownerID, ownerToken, ""),
+		"no user token (admin)": request.With(context.Background(), request.Admin()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			c := testCluster()
+			cred, err := f.iss.Issue(userCtx(otherID, otherToken, ""), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cred.UserID != otherID {
+				t.Fatalf("credential user %q, want the issuing member %q", cred.UserID, otherID)
+			}
+			if err := f.iss.Revoke(ctx, c, cred.Ref()); err != nil {
+				t.Fatal(err)
+			}
+			if left := f.ks.Creds(); len(left) != 0 {
+				t.Fatalf("%d credential(s) of the member not deleted", len(left))
+			}
+		})
+	}
+}
