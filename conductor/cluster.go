@@ -96,7 +96,8 @@ func (h *Handlers) ClusterCreate(ctx context.Context, c *objects.Cluster, master
 	for _, ng := range []*objects.NodeGroup{master, worker} {
 		ng.StackID = c.StackID
 		if err := h.store.SaveNodeGroup(ctx, ng); err != nil {
-			log.Error("cannot copy stack_id to nodegroup", "nodegroup_uuid", ng.UUID, "error", err)
+			// The next sync_cluster_status copies it (periodic.healStackID).
+			log.Error("cannot copy stack_id to nodegroup; the status sync will", "nodegroup_uuid", ng.UUID, "error", err)
 		}
 	}
 	return c, nil

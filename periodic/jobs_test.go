@@ -103,9 +103,10 @@ func (e *env) addCluster(i int, status, op string, labels map[string]string, tem
 	if status != objects.CreateInProgress {
 		ngStatus = objects.CreateComplete
 	}
+	// cluster_create copies the stack_id to the default nodegroups.
 	e.store.addCluster(c,
-		&objects.NodeGroup{UUID: uuid + "-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true, Status: ngStatus},
-		&objects.NodeGroup{UUID: uuid + "-w", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 2, IsDefault: true, Status: ngStatus})
+		&objects.NodeGroup{UUID: uuid + "-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true, Status: ngStatus, StackID: c.StackID},
+		&objects.NodeGroup{UUID: uuid + "-w", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 2, IsDefault: true, Status: ngStatus, StackID: c.StackID})
 	return uuid
 }
 
@@ -476,5 +477,31 @@ func TestSyncIsSingleFlightPerCluster(t *testing.T) {
 	}
 	if got := notifier.all(); len(got) != 1 || store.cluster(uuid).Status != objects.CreateComplete {
 		t.Fatalf("events %v status %s", got, store.cluster(uuid).Status)
+	}
+}
+
+// TestSyncGivesDefaultNodeGroupsTheClusterStackID: a create whose copy of
+// stack_id to its default nodegroups failed (cluster_create only logs it)
+// gets it at the next sync; nodegroups that are not default keep theirs.
+func TestSyncGivesDefaultNodeGroupsTheClusterStackID(t *testing.T) {
+	e := newEnv(t)
+	uuid := "00000000-0000-4000-8000-000000000042"
+	sid := simulated.StackID(simulated.OpCreate, e.clock.Now())
+	c := &objects.Cluster{ID: 42, UUID: objects.Str(uuid), Name: objects.Str("c42"), ClusterTemplateID: objects.Str("ct"),
+		Status: objects.CreateInProgress, StackID: objects.Str(sid)}
+	e.store.addCluster(c,
+		&objects.NodeGroup{UUID: uuid + "-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true, Status: objects.CreateInProgress},
+		&objects.NodeGroup{UUID: uuid + "-w", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 2, IsDefault: true, Status: objects.CreateInProgress},
+		&objects.NodeGroup{UUID: uuid + "-x", Name: "extra", Role: objects.RoleWorker, NodeCount: 1, Status: objects.CreateInProgress,
+			StackID: objects.Str("own-stack")})
+	e.runSync()
+	for suffix, want := range map[string]string{"-m": sid, "-w": sid, "-x": "own-stack"} {
+		ng := e.store.nodeGroups(uuid)[uuid+suffix]
+		if got := objects.Deref(ng.StackID); got != want {
+			t.Errorf("nodegroup %s: stack_id %q, want %q", ng.Name, got, want)
+		}
+	}
+	if c := e.store.cluster(uuid); c.Status != objects.CreateInProgress {
+		t.Errorf("the cluster moved to %s before the driver's delay", c.Status)
 	}
 }

@@ -210,6 +210,7 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 	}
 	prev := c.Status
 	loaded := nodeGroupsState(ngs)
+	healStackID(c, ngs)
 	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
 		return "driver", fmt.Errorf("update_cluster_status: %w", err)
 	}
@@ -268,6 +269,21 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 		j.finishDelete(ctx, c)
 	}
 	return "", nil
+}
+
+// healStackID gives c's default nodegroups c's stack_id when they have
+// none: cluster_create copies it after the driver call and only logs a
+// failed copy, so the sync saves it with the poll's result.
+func healStackID(c *objects.Cluster, ngs []*objects.NodeGroup) {
+	sid := objects.Deref(c.StackID)
+	if sid == "" {
+		return
+	}
+	for _, ng := range ngs {
+		if ng.IsDefault && objects.Deref(ng.StackID) == "" {
+			ng.StackID = objects.Str(sid)
+		}
+	}
 }
 
 // writes reports whether saving a poll's result would write anything.
