@@ -419,8 +419,11 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	if ng.ClusterID == "" {
 		ng.ClusterID = uuid
 	}
-	d, sm, err := h.driverAndScaleManager(ctx, log, c)
+	// Magnum's cluster_upgrade asks for no scale manager: the driver gets
+	// none.
+	d, _, err := h.driverFor(ctx, c)
 	if err != nil {
+		log.Error("cannot load the cluster's driver", "error", err)
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
@@ -443,7 +446,7 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	}
 	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
 	err = h.callDriver(ctx, log, "upgrade_cluster", func(ctx context.Context) error {
-		return d.UpgradeCluster(ctx, c, ct, maxBatchSize, ng, sm, rollback)
+		return d.UpgradeCluster(ctx, c, ct, maxBatchSize, ng, nil, rollback)
 	})
 	if err != nil {
 		cctx, cancel := h.cleanupCtx(ctx)

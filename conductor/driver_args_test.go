@@ -50,9 +50,10 @@ func TestDriverGetsTheCallersArguments(t *testing.T) {
 	if _, err := e.h.ClusterUpgrade(e.ctx, c, newCT, 3, ng, true); err != nil {
 		t.Fatal(err)
 	}
-	wantArgs(t, "upgrade_cluster", e.drv.lastArgs("upgrade_cluster"), *newCT.UUID, 3, ng.UUID, sm, true)
-	if e.drv.smCalls != 3 {
-		t.Errorf("scale manager asked %d times, want once per update, resize and upgrade", e.drv.smCalls)
+	// Magnum's cluster_upgrade passes no scale manager, and asks for none.
+	wantArgs(t, "upgrade_cluster", e.drv.lastArgs("upgrade_cluster"), *newCT.UUID, 3, ng.UUID, nil, true)
+	if e.drv.smCalls != 2 {
+		t.Errorf("scale manager asked %d times, want once per update and resize", e.drv.smCalls)
 	}
 	// The conductor does not record the new template: the driver does, if
 	// it wants to (Magnum's handler leaves cluster_template_id alone).
@@ -63,7 +64,8 @@ func TestDriverGetsTheCallersArguments(t *testing.T) {
 
 // TestScaleManagerErrorChangesNothing: Magnum asks for the scale manager
 // before any status change, so its error reaches the caller with the
-// cluster, its nodegroups and the notifications untouched.
+// cluster, its nodegroups and the notifications untouched. An upgrade does
+// not ask for one, so it goes ahead.
 func TestScaleManagerErrorChangesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.drv.smErr = errors.New("cannot list the cluster's nodes")
@@ -72,10 +74,6 @@ func TestScaleManagerErrorChangesNothing(t *testing.T) {
 	ops := map[string]func() error{
 		"update": func() error { _, err := e.h.ClusterUpdate(e.ctx, c, 5, "", nil, false); return err },
 		"resize": func() error { _, err := e.h.ClusterResize(e.ctx, c, 5, nil, ng); return err },
-		"upgrade": func() error {
-			_, err := e.h.ClusterUpgrade(e.ctx, c, e.ct, 1, ng, false)
-			return err
-		},
 	}
 	for name, op := range ops {
 		if err := op(); err == nil || err.Error() != "cannot list the cluster's nodes" {
@@ -88,6 +86,13 @@ func TestScaleManagerErrorChangesNothing(t *testing.T) {
 	if calls := e.drv.Calls(); len(calls) != 0 {
 		t.Errorf("driver called: %v", calls)
 	}
+	if _, err := e.h.ClusterUpgrade(e.ctx, c, e.ct, 1, ng, false); err != nil {
+		t.Fatalf("upgrade with a failing scale manager: %v", err)
+	}
+	if got := e.drv.lastArgs("upgrade_cluster"); got == nil {
+		t.Fatal("upgrade_cluster not called")
+	}
+	e.wantStatus(*c.UUID, objects.UpdateInProgress, "")
 }
 
 // TestClusterResizeStacksWhileUpdateInProgress: the autoscaler sends a

@@ -281,7 +281,7 @@ func (h *Handlers) driverFor(ctx context.Context, c *objects.Cluster) (drivers.D
 }
 
 // driverAndScaleManager loads c's driver and asks it for its scale manager,
-// logging what fails, as the update, resize and upgrade handlers start.
+// logging what fails, as the update and resize handlers start.
 func (h *Handlers) driverAndScaleManager(ctx context.Context, log *slog.Logger, c *objects.Cluster) (drivers.Driver, drivers.ScaleManager, error) {
 	d, _, err := h.driverFor(ctx, c)
 	if err != nil {
