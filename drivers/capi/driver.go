@@ -401,7 +401,7 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	}
 	ann := map[string]string{}
 	if current != nil {
-		for _, k := range []string{annotationTemplateID, annotationPreviousTemplateID, annotationCreateDeadline, annotationMaxBatch} {
+		for _, k := range []string{annotationTemplateID, annotationPreviousTemplateID, annotationPreviousKubeTag, annotationCreateDeadline, annotationMaxBatch} {
 			if v := current.Annotations[k]; v != "" {
 				ann[k] = v
 			}
@@ -791,6 +791,13 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		if prev != "" && obs.Cluster.Annotations[annotationTemplateID] == deref(c.ClusterTemplateID) && prev != deref(c.ClusterTemplateID) {
 			res.Reason += "; cluster_template_id rolled back to " + prev
 			c.ClusterTemplateID = ptr(prev)
+			// The upgrade's kube_tag goes with its template.
+			if tag := obs.Cluster.Annotations[annotationPreviousKubeTag]; tag != "" && c.Labels["kube_tag"] != tag {
+				labels := mergedLabels(&objects.Cluster{Labels: c.Labels}, nil)
+				labels["kube_tag"] = tag
+				c.Labels = labels
+				res.Reason += " and kube_tag to " + tag
+			}
 		}
 	}
 	// Only the states the sync drives get a new status and reason; settled

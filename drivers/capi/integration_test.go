@@ -1057,6 +1057,9 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	if deref(c.ClusterTemplateID) != oldTemplate {
 		t.Errorf("template id = %s, want it rolled back to %s", deref(c.ClusterTemplateID), oldTemplate)
 	}
+	if c.Labels["kube_tag"] != "v1.33.4" || !strings.Contains(deref(c.StatusReason), "kube_tag to v1.33.4") {
+		t.Errorf("kube_tag = %s (reason %q), want it rolled back with the template to v1.33.4", c.Labels["kube_tag"], deref(c.StatusReason))
+	}
 }
 
 func TestNodeGroupCreateAndDelete(t *testing.T) {

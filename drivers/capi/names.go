@@ -31,6 +31,7 @@ const (
 const (
 	annotationTemplateID         = "magnum.openstack.org/cluster-template-id"
 	annotationPreviousTemplateID = "magnum.openstack.org/previous-cluster-template-id"
+	annotationPreviousKubeTag    = "magnum.openstack.org/previous-kube-tag"
 	annotationCreateDeadline     = "magnum.openstack.org/create-deadline"
 	annotationDeleteRequested    = "magnum.openstack.org/delete-requested-at"
 	annotationCredentialID       = "magnum.openstack.org/credential-id"

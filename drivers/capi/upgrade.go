@@ -102,7 +102,7 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 		return notSupported("The new cluster template cannot be applied: %v", err)
 	}
 
-	prevTemplate := deref(c.ClusterTemplateID)
+	prevTemplate, prevTag := deref(c.ClusterTemplateID), c.Labels["kube_tag"]
 	c.Labels, c.ClusterTemplateID, c.ClusterTemplate = newLabels, t.UUID, t
 	if err := d.applyClass(ctx, r.Namespace, d.opts.ClusterClassVersion); err != nil {
 		saved.restore(c)
@@ -111,10 +111,7 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 	if _, err := d.apply(ctx, c, t, ngs, r, current, applyOptions{
 		classVersion: d.opts.ClusterClassVersion,
 		maxBatchSize: maxBatchSize,
-		annotations: map[string]string{
-			annotationPreviousTemplateID: prevTemplate,
-			annotationMaxBatch:           fmt.Sprint(maxBatchSize),
-		},
+		annotations:  upgradeAnnotations(prevTemplate, prevTag, maxBatchSize),
 	}); err != nil {
 		saved.restore(c)
 		return fmt.Errorf("capi: upgrade to template %s rolled back: %w", deref(t.UUID), err)
@@ -133,6 +130,16 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 	d.log.Info("cluster upgrade applied", append(d.logAttrs(ctx, c), "from", from, "to", to,
 		"cluster_template_id", deref(t.UUID), "previous_template_id", prevTemplate, "max_batch_size", maxBatchSize)...)
 	return nil
+}
+
+// upgradeAnnotations record on the Cluster what a rejected upgrade rolls
+// the cluster's record back to, and the upgrade's batch size.
+func upgradeAnnotations(prevTemplate, prevTag string, maxBatchSize int) map[string]string {
+	a := map[string]string{annotationPreviousTemplateID: prevTemplate, annotationMaxBatch: fmt.Sprint(maxBatchSize)}
+	if prevTag != "" {
+		a[annotationPreviousKubeTag] = prevTag
+	}
+	return a
 }
 
 type clusterSnapshot struct {
