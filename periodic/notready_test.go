@@ -1,12 +1,10 @@
 package periodic_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/simulated"
 	"github.com/openstack/magnum-conductor/periodic"
+	"github.com/openstack/magnum-conductor/test/harness"
 )
 
 // notReadyDriver is the simulated driver whose backend is away: its
@@ -31,24 +30,6 @@ func (d notReadyDriver) Monitor(context.Context, *objects.Cluster) (drivers.Moni
 	return nil, errAway
 }
 
-// lockedBuffer is a log sink shared by the job's workers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestHealthOfADriverNotReadyIsUnknownWithoutAWarningPerCluster: while a
 // driver's backend is away, each of its clusters reads UNKNOWN with the
 // driver's reason, and the poll logs that at debug level only: the driver
@@ -57,7 +38,7 @@ func TestHealthOfADriverNotReadyIsUnknownWithoutAWarningPerCluster(t *testing.T)
 	e := newEnv(t, notReadyDriver{simulated.New(simulated.Options{})})
 	e.store.templates["away"] = &objects.ClusterTemplate{UUID: objects.Str("away"), ServerType: objects.Str("vm"),
 		ClusterDistro: objects.Str("away"), Coe: "kubernetes"}
-	var logs lockedBuffer
+	var logs harness.SyncBuffer // the job's workers log concurrently
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	deps := e.deps
 	deps.Log = log
