@@ -414,7 +414,11 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 		}
 	}
 	for k, v := range ao.annotations {
-		ann[k] = v
+		if v == "" {
+			delete(ann, k) // an empty value removes what an earlier apply wrote
+		} else {
+			ann[k] = v
+		}
 	}
 	if ao.maxBatchSize == 0 {
 		fmt.Sscan(ann[annotationMaxBatch], &ao.maxBatchSize)

@@ -1062,6 +1062,32 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	}
 }
 
+// TestUpgradeRecordsThePreviousKubeTagOnlyWhenThereIsOne: the Cluster
+// keeps the kube_tag a rejected upgrade rolls back to; an upgrade of a
+// cluster whose labels carry none removes the record of an earlier one
+// (an annotation with an empty value is not written).
+func TestUpgradeRecordsThePreviousKubeTagOnlyWhenThereIsOne(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	tmpl := func(tag string) *objects.ClusterTemplate {
+		return &objects.ClusterTemplate{UUID: ptr("tmpl-" + tag), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"),
+			MasterFlavorID: ptr("m1.medium"), Labels: map[string]string{"kube_tag": tag}}
+	}
+	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.34.1"), 1, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := e.getCluster(t, p.r).Annotations[annotationPreviousKubeTag]; !ok || got != "v1.33.4" {
+		t.Fatalf("previous kube_tag = %q (present %v), want v1.33.4", got, ok)
+	}
+	delete(c.Labels, "kube_tag")
+	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.35.0"), 1, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := e.getCluster(t, p.r).Annotations[annotationPreviousKubeTag]; ok {
+		t.Fatalf("previous kube_tag %q kept from the earlier upgrade", got)
+	}
+}
+
 func TestNodeGroupCreateAndDelete(t *testing.T) {
 	e := newEnv(t)
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})

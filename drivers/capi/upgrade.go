@@ -133,13 +133,11 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 }
 
 // upgradeAnnotations record on the Cluster what a rejected upgrade rolls
-// the cluster's record back to, and the upgrade's batch size.
+// the cluster's record back to, and the upgrade's batch size. A cluster
+// without kube_tag removes the previous upgrade's record of it.
 func upgradeAnnotations(prevTemplate, prevTag string, maxBatchSize int) map[string]string {
-	a := map[string]string{annotationPreviousTemplateID: prevTemplate, annotationMaxBatch: fmt.Sprint(maxBatchSize)}
-	if prevTag != "" {
-		a[annotationPreviousKubeTag] = prevTag
-	}
-	return a
+	return map[string]string{annotationPreviousTemplateID: prevTemplate, annotationPreviousKubeTag: prevTag,
+		annotationMaxBatch: fmt.Sprint(maxBatchSize)}
 }
 
 type clusterSnapshot struct {
