@@ -43,11 +43,35 @@ type Options struct {
 	// delivery, the JSON content properties and an empty headers table,
 	// an expiration on requests; the server answers with ReplyBody (callers
 	// send a recorded oslo request as the body).
-	OsloWire  bool
+	OsloWire bool
+	// Parts, when OsloWire is false, sets only some of oslo's properties
+	// (to measure what each costs the broker).
+	Parts *WireParts
+	// ReplyBody, when set, is the server's answer (else it echoes the
+	// request's body).
 	ReplyBody []byte
 	// Work, when set, runs on the server before each reply (the list
 	// ceiling's database query); when it fails, the reply is empty.
 	Work func(context.Context) error
+}
+
+// WireParts are the properties oslo.messaging's rabbit driver gives its
+// messages, each on its own.
+type WireParts struct {
+	Persistent bool // delivery mode 2
+	Properties bool // JSON content type, utf-8 encoding, an empty headers table
+	Expiration bool // requests expire after the call timeout (60 s)
+}
+
+// parts is what o's messages carry.
+func (o Options) parts() WireParts {
+	switch {
+	case o.OsloWire:
+		return WireParts{Persistent: true, Properties: true, Expiration: true}
+	case o.Parts != nil:
+		return *o.Parts
+	}
+	return WireParts{}
 }
 
 // RandomName returns prefix and 12 random hex digits.
@@ -102,9 +126,8 @@ func StartServer(o Options) (*Server, error) {
 			for _, d := range batch {
 				go func(d amqp.Delivery) {
 					ctx := context.Background()
-					msg := amqp.Publishing{CorrelationId: d.CorrelationId, Body: d.Body}
-					if o.OsloWire {
-						msg = osloProperties(msg, "")
+					msg := withParts(amqp.Publishing{CorrelationId: d.CorrelationId, Body: d.Body}, o.parts(), false)
+					if o.ReplyBody != nil {
 						msg.Body = o.ReplyBody
 					}
 					if o.Work != nil {
@@ -198,10 +221,7 @@ func (c *Client) Call(ctx context.Context, body []byte) ([]byte, error) {
 	c.mu.Lock()
 	c.waiting[id] = w
 	c.mu.Unlock()
-	msg := amqp.Publishing{CorrelationId: id, ReplyTo: c.replyQ, Body: body}
-	if c.o.OsloWire {
-		msg = osloProperties(msg, "60000")
-	}
+	msg := withParts(amqp.Publishing{CorrelationId: id, ReplyTo: c.replyQ, Body: body}, c.o.parts(), true)
 	dc, pc, err := c.pool.start(ctx, c.o.Exchange, c.o.Queue, msg)
 	if err == nil {
 		select {
@@ -229,11 +249,18 @@ func (c *Client) Close() {
 	}
 }
 
-// osloProperties sets the properties oslo.messaging's rabbit driver puts on
-// every message (expiration: the call timeout, requests only).
-func osloProperties(m amqp.Publishing, expiration string) amqp.Publishing {
-	m.DeliveryMode, m.ContentType, m.ContentEncoding, m.Headers = amqp.Persistent, "application/json", "utf-8", amqp.Table{}
-	m.Expiration = expiration
+// withParts sets the properties p names, as oslo.messaging's rabbit driver
+// sets them (the expiration on requests only: the call timeout).
+func withParts(m amqp.Publishing, p WireParts, request bool) amqp.Publishing {
+	if p.Persistent {
+		m.DeliveryMode = amqp.Persistent
+	}
+	if p.Properties {
+		m.ContentType, m.ContentEncoding, m.Headers = "application/json", "utf-8", amqp.Table{}
+	}
+	if p.Expiration && request {
+		m.Expiration = "60000"
+	}
 	return m
 }
 
