@@ -32,23 +32,33 @@ func TestWirePartsAreOslosProperties(t *testing.T) {
 	}
 }
 
+// startPair starts a server answering reply and its client, with
+// publisher confirms; stop closes both (a benchmark's function runs once
+// per b.N, so each run closes its own). noBroker (Fatalf or Skipf) says
+// when RabbitMQ is not there.
+func startPair(tb testing.TB, parts WireParts, reply []byte, noBroker func(string, ...any)) (c *Client, stop func()) {
+	tb.Helper()
+	o := Options{URL: brokerURL, Exchange: RandomName("bench_wire_"), Queue: RandomName("bench_wire_"), Confirm: true,
+		Parts: &parts, ReplyBody: reply}
+	srv, err := StartServer(o)
+	if err != nil {
+		noBroker("RabbitMQ at 127.0.0.1:5672 is required: %v", err)
+		return nil, func() {}
+	}
+	if c, err = NewClient(o); err != nil {
+		srv.Close()
+		tb.Fatal(err)
+	}
+	return c, func() { c.Close(); srv.Close() }
+}
+
 // TestPairAnswers: a call through the broker gets the server's reply body.
 func TestPairAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs RabbitMQ")
 	}
-	o := Options{URL: brokerURL, Exchange: RandomName("bench_wire_"), Queue: RandomName("bench_wire_"), Confirm: true,
-		Parts: &WireParts{Persistent: true, Properties: true, Expiration: true}, ReplyBody: []byte("pong")}
-	srv, err := StartServer(o)
-	if err != nil {
-		t.Fatalf("RabbitMQ at 127.0.0.1:5672 is required: %v", err)
-	}
-	defer srv.Close()
-	c, err := NewClient(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, stop := startPair(t, WireParts{Persistent: true, Properties: true, Expiration: true}, []byte("pong"), t.Fatalf)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	got, err := c.Call(ctx, []byte("ping"))
@@ -79,18 +89,8 @@ func BenchmarkWireParts(b *testing.B) {
 		{"oslo-all", WireParts{Persistent: true, Properties: true, Expiration: true}, request, reply},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			o := Options{URL: brokerURL, Exchange: RandomName("bench_wire_"), Queue: RandomName("bench_wire_"), Confirm: true,
-				Parts: &v.parts, ReplyBody: v.reply}
-			srv, err := StartServer(o)
-			if err != nil {
-				b.Skipf("RabbitMQ at 127.0.0.1:5672: %v", err)
-			}
-			defer srv.Close()
-			c, err := NewClient(o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
+			c, stop := startPair(b, v.parts, v.reply, b.Skipf)
+			defer stop()
 			ctx := context.Background()
 			b.SetParallelism(8)
 			b.ResetTimer()
