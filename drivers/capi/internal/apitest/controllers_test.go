@@ -85,7 +85,6 @@ var (
 	clusterClassGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
 	mdGVR           = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
 	machineGVR      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
-	secretGVR       = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	namespaceGVR    = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
