@@ -207,3 +207,27 @@ func (s *Store) noRowMatched(ctx context.Context, table, u string, allowed, fiel
 	return fmt.Errorf("%w: %s %s is %s, wanted %s", ErrStatusChanged, table, u, objects.Deref(statuses[0]),
 		strings.Join(want, " and "))
 }
+
+// ClusterUnchanged reports whether now still holds read's values of the
+// ClusterGuardFields: no operation started or handed over since read.
+func ClusterUnchanged(read, now *objects.Cluster) bool {
+	for _, f := range ClusterGuardFields() {
+		a, _ := clusterGuardValue(read, f)
+		b, _ := clusterGuardValue(now, f)
+		if objects.Deref(a) != objects.Deref(b) || (a == nil) != (b == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeGroupUnchanged is ClusterUnchanged for a nodegroup
+// (NodeGroupGuardFields).
+func NodeGroupUnchanged(read, now *objects.NodeGroup) bool {
+	eq := func(a, b *string) bool { return (a == nil) == (b == nil) && objects.Deref(a) == objects.Deref(b) }
+	eqInt := func(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	return read.UUID == now.UUID && read.Status == now.Status && read.NodeCount == now.NodeCount &&
+		read.MinNodeCount == now.MinNodeCount && eqInt(read.MaxNodeCount, now.MaxNodeCount) &&
+		eq(read.StackID, now.StackID) && eq(read.Version, now.Version) && eq(read.ImageID, now.ImageID) &&
+		eq(read.FlavorID, now.FlavorID)
+}
