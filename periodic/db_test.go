@@ -79,21 +79,21 @@ func seedCluster(t testing.TB, s *db.Store, ct string, i int, status, stackID st
 	return uuid
 }
 
-// countingDriver records every UpdateClusterStatus call per cluster.
+// countingDriver records every Observe call per cluster.
 type countingDriver struct {
 	*simulated.Driver
 	mu    sync.Mutex
 	polls map[string]int
 }
 
-func (d *countingDriver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+func (d *countingDriver) Observe(ctx context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
 	d.mu.Lock()
 	if d.polls == nil {
 		d.polls = map[string]int{}
 	}
-	d.polls[*c.UUID]++
+	d.polls[*req.Cluster.UUID]++
 	d.mu.Unlock()
-	return d.Driver.UpdateClusterStatus(ctx, c, ngs)
+	return d.Driver.Observe(ctx, req)
 }
 
 func (d *countingDriver) take() map[string]int {
@@ -414,9 +414,9 @@ type hookDriver struct {
 	hook func(*objects.Cluster)
 }
 
-func (d *hookDriver) Monitor(ctx context.Context, c *objects.Cluster) (drivers.Monitor, error) {
-	m, err := d.Driver.Monitor(ctx, c)
-	return hookMonitor{m, func() { d.hook(c) }}, err
+func (d *hookDriver) Monitor(ctx context.Context, req drivers.ClusterRequest) (drivers.Monitor, error) {
+	m, err := d.Driver.Monitor(ctx, req)
+	return hookMonitor{m, func() { d.hook(req.Cluster) }}, err
 }
 
 type hookMonitor struct {
