@@ -16,7 +16,8 @@
 //     reason.
 //   - A cluster in CREATE_IN_PROGRESS without stack_id is not judged: its
 //     create handler has not handed it to its driver yet.
-//   - PhasePending never completes and never fails anything.
+//   - PhasePending never completes and never fails anything (only the
+//     operation's deadline, confirmed by a fresh observation, does).
 //   - A nodegroup in progress completes on PhaseReady, fails on PhaseFailed
 //     (and on PhaseGone, unless it is being deleted, when PhaseGone
 //     completes its deletion and its row is removed).
