@@ -238,9 +238,6 @@ func (h *Handlers) refuse(ctx context.Context, log *slog.Logger, action, verb st
 func resultWrites(c *objects.Cluster, res drivers.Result, expect string) func(ctx context.Context, b *batch) error {
 	claimed := objects.Clone(c)
 	return func(ctx context.Context, b *batch) error {
-		if res.StackID == "" || res.StackID == objects.Deref(c.StackID) {
-			return nil
-		}
 		next := objects.Clone(claimed)
 		next.StackID = objects.Str(res.StackID)
 		if err := b.cluster(ctx, next, db.ClusterCond{Status: []string{expect}, Read: claimed,
@@ -255,8 +252,10 @@ func resultWrites(c *objects.Cluster, res drivers.Result, expect string) func(ct
 // finish records a successful driver call: its Result's stack_id, then
 // its observation. It returns the cluster to reply with.
 func (h *Handlers) finish(ctx context.Context, log *slog.Logger, c *objects.Cluster, res drivers.Result, expect string) (*objects.Cluster, error) {
-	if err := h.persist(ctx, log, "stack_id", resultWrites(c, res, expect)); err != nil {
-		return nil, err
+	if res.StackID != "" && res.StackID != objects.Deref(c.StackID) {
+		if err := h.persist(ctx, log, "stack_id", resultWrites(c, res, expect)); err != nil {
+			return nil, err
+		}
 	}
 	if decided := h.judge(ctx, log, objects.Deref(c.UUID), res.Observation); decided != nil {
 		return decided, nil
