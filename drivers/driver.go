@@ -81,12 +81,17 @@
 // status sync and health polling run at once, and several conductors may
 // share one back end. For one cluster, Observe (the status sync, and a
 // fresh Observe before a deadline is acted on) may run while an operation of
-// that cluster is in flight, and health polling (Monitor) at any time; two
-// operations of one cluster do not run at once in one conductor, since every
-// operation first claims the cluster's row, but a resumed operation may
-// repeat one still running in a conductor that has lost its database. A
-// driver must therefore be safe for concurrent use and must not assume that
-// Observe sees its own last write (report PhasePending instead, see below).
+// that cluster is in flight, and health polling (Monitor) at any time. Every
+// operation first claims the cluster's row, which refuses most operations
+// while another runs, but not all: resizes (the autoscaler stacks them) and
+// nodegroup operations are accepted while the cluster is in
+// UPDATE_IN_PROGRESS, and a resumed operation may repeat one still running
+// in a conductor that lost its database. A driver must therefore be safe for
+// concurrent use, write the back end's desired state from the request as a
+// whole (the request holds every nodegroup as the conductor stores it), and
+// not assume that Observe sees its own last write: until the back end took a
+// change up, report PhasePending, or the desired state it holds in
+// Observation.Request, so the conductor can tell.
 //
 // # The driver-call deadline
 //
