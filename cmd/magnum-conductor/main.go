@@ -81,9 +81,18 @@ type startup struct {
 	logFlags    oslolog.Flags
 }
 
+// linkedVersion is set by the packaging (packaging/gobuild) at link time,
+// -ldflags "-X main.linkedVersion=v1.2.3 (<commit>)", for builds in which Go
+// cannot stamp the version from the VCS itself (a git worktree,
+// -buildvcs=false). Empty otherwise.
+var linkedVersion string
+
 // version is the module version and VCS revision the binary was built
 // from (--version).
 func version() string {
+	if linkedVersion != "" {
+		return linkedVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
