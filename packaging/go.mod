@@ -1,0 +1,17 @@
+module github.com/openstack/magnum-conductor/packaging
+
+go 1.26.8
+
+require (
+	github.com/google/go-containerregistry v0.22.1
+	golang.org/x/mod v0.43.0
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
