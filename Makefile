@@ -11,11 +11,15 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # Cluster API managers the tests run (they pin other k8s.io versions).
 KUBEAPISERVER := test/kubeapiserver
 CAPIMANAGERS  := test/capimanagers
+# The packaging (Debian packages, OCI image) is a module of its own too:
+# go-containerregistry stays out of the product's go.mod.
+PACKAGING := packaging
+DIST      ?= dist
 
-.PHONY: help build run test race unit bench lint services sample clean
+.PHONY: help build run test race unit bench lint services sample clean deb image package-test
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
@@ -30,6 +34,7 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 	@echo "building the test Kubernetes API server, garbage collector and Cluster API managers ($(KUBEAPISERVER), $(CAPIMANAGERS); cached by content, about 20 minutes when cold)"
 	$(GO) run ./drivers/capi/internal/apitest/prebuild
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
+	$(MAKE) package-test
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
 	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
 
@@ -55,7 +60,9 @@ lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; con
 	$(GO) vet $(PKGS)
 	$(GO) vet -C $(KUBEAPISERVER) ./...
 	$(GO) vet -C $(CAPIMANAGERS) ./...
+	$(GO) vet -C $(PACKAGING) ./...
 	$(GO) run $(STATICCHECK) $(PKGS)
+	cd $(PACKAGING) && $(GO) run $(STATICCHECK) ./...
 
 services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
 	bash .ci/services
@@ -63,5 +70,14 @@ services: ## start MariaDB and RabbitMQ if they are down, install the Python ref
 sample: ## regenerate etc/magnum/magnum.conf.sample
 	$(GO) run ./config/gen > etc/magnum/magnum.conf.sample
 
+deb: ## Debian packages magnum-conductor-go and magnum-db-manage-go into dist/ (dpkg-deb; reproducible)
+	$(GO) run -C $(PACKAGING) ./cmd/mkpkg -src $(CURDIR) -out $(abspath $(DIST)) deb
+
+image: ## the conductor's OCI image as a tarball in dist/ (no container daemon; reproducible)
+	$(GO) run -C $(PACKAGING) ./cmd/mkpkg -src $(CURDIR) -out $(abspath $(DIST)) image
+
+package-test: ## the packaging's tests: a Debian chroot, the image under podman (root; `make services` first)
+	$(GO) test -C $(PACKAGING) $(GOTESTFLAGS) ./...
+
 clean: ## remove build output and the embedded database
-	rm -rf $(BIN) var
+	rm -rf $(BIN) var $(DIST)
