@@ -36,7 +36,9 @@ import (
 //   - ours removed, and purged: python3-magnum's files are back intact, the
 //     service runs the Python conductor again, no diversion is left;
 //   - ours installed before Debian's magnum-conductor: the Python files land
-//     at the diverted names, the service runs ours.
+//     at the diverted names, the service runs ours;
+//   - under systemd (simulated: none runs here), the scripts reload the
+//     units and try-restart the service.
 //
 // The conductors talk to the shared RabbitMQ (an exchange and topic of the
 // test's own) and MariaDB (a database of its own).
@@ -86,7 +88,9 @@ connection = mysql+pymysql://root@127.0.0.1:3306/%[1]s
 
 	upgradeVersion := b.Version
 	upgradeVersion.Go += "+upgrade"
-	upgrade, err := buildDebs(b.Built, upgradeVersion, t.TempDir())
+	// Uncompressed: only the maintainer scripts' handling of an upgrade is
+	// tested with it (built[0] holds the packages as shipped).
+	upgrade, err := buildDebs(b.Built, upgradeVersion, t.TempDir(), "none")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +291,27 @@ connection = mysql+pymysql://root@127.0.0.1:3306/%[1]s
 			c.checkPython("magnum-conductor")
 			c.noDiversion("/usr/bin/magnum-conductor")
 		}},
+		{"under systemd: our scripts reload units and try-restart the service", func() {
+			// No systemd runs in the chroot: recording stand-ins for
+			// systemctl and deb-systemd-invoke, first in PATH, show what
+			// the scripts ask of it when /run/systemd/system says it runs.
+			c.sh(`mkdir -p /run/systemd/system
+for t in systemctl deb-systemd-invoke; do
+	printf '#!/bin/sh\necho "%s $*" >> /srv/systemd-calls\n' $t > /usr/local/bin/$t
+	chmod 755 /usr/local/bin/$t
+done`)
+			// (The init script, too, turns to systemctl then: checkInstalled
+			// does not run it.)
+			c.sh("dpkg -i /srv/debs/ours.deb")
+			c.checkInstalled()
+			c.sh("dpkg -r " + deb.ConductorPackage)
+			c.checkPython("magnum-conductor")
+			calls := strings.TrimSpace(c.sh("cat /srv/systemd-calls; rm -r /srv/systemd-calls /run/systemd/system /usr/local/bin/systemctl /usr/local/bin/deb-systemd-invoke"))
+			want := strings.Repeat("systemctl --system daemon-reload\ndeb-systemd-invoke try-restart magnum-conductor.service\n", 2)
+			if calls != strings.TrimSpace(want) {
+				t.Errorf("install and remove under systemd called:\n%s\nwant:\n%s", calls, want)
+			}
+		}},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) {
@@ -385,6 +410,15 @@ func (c *chroot) checkPython(name string) {
 // and that the init script's command line runs ours.
 func (c *chroot) checkOurs() {
 	c.t.Helper()
+	c.checkInstalled()
+	if v := c.serviceVersion(); v != c.ourVersion {
+		c.t.Errorf("the service's command says %q, want %q", v, c.ourVersion)
+	}
+}
+
+// checkInstalled is checkOurs without running the service's command.
+func (c *chroot) checkInstalled() {
+	c.t.Helper()
 	if md5hex(c.read("usr/bin/magnum-conductor")) != c.ours {
 		c.t.Fatal("/usr/bin/magnum-conductor is not ours")
 	}
@@ -397,9 +431,6 @@ func (c *chroot) checkOurs() {
 			c.t.Error("/usr/bin/magnum-conductor.python is not python3-magnum's magnum-conductor")
 		}
 		c.sh("dpkg --verify python3-magnum")
-	}
-	if v := c.serviceVersion(); v != c.ourVersion {
-		c.t.Errorf("the service's command says %q, want %q", v, c.ourVersion)
 	}
 }
 

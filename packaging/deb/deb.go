@@ -48,6 +48,9 @@ type Options struct {
 	Maintainer string
 	// Out is the directory the .deb files are written to.
 	Out string
+	// Compression is dpkg-deb's -Z: xz (the default, as dpkg-deb's own),
+	// gzip or none. The tests build throw-away variants with none.
+	Compression string
 }
 
 // Names of the binary packages.
@@ -332,7 +335,12 @@ func build(ctx context.Context, p pkg, opts Options, arch string) (string, error
 	out := filepath.Join(opts.Out, fmt.Sprintf("%s_%s_%s.deb", p.name, opts.Version.Debian(), arch))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "dpkg-deb", "--root-owner-group", "-Zxz", "--threads-max=1", "--build", stage, out)
+	z := opts.Compression
+	if z == "" {
+		z = "xz"
+	}
+	// One compressor thread: xz's output with several depends on how many.
+	cmd := exec.CommandContext(ctx, "dpkg-deb", "--root-owner-group", "-Z"+z, "--threads-max=1", "--build", stage, out)
 	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+opts.Version.SourceDateEpoch())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("deb: dpkg-deb --build %s: %w\n%s", p.name, err, b)

@@ -21,10 +21,11 @@ import (
 const maintainer = "Packaging Test <packaging-test@example.org>"
 
 // buildDebs builds the packages of b's binaries, as version v, into out,
-// and returns their paths by package name.
-func buildDebs(b testbuild.Built, v version.Info, out string) (map[string]string, error) {
+// compressed as dpkg-deb -Z says ("" is the packaging's default), and
+// returns their paths by package name.
+func buildDebs(b testbuild.Built, v version.Info, out, compression string) (map[string]string, error) {
 	paths, err := deb.Build(context.Background(), deb.Options{Binaries: b.Binaries, Src: b.Src, Version: v,
-		GOARCH: b.GOARCH, Maintainer: maintainer, Out: out})
+		GOARCH: b.GOARCH, Maintainer: maintainer, Out: out, Compression: compression})
 	if err != nil {
 		return nil, err
 	}

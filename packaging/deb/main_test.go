@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		debs, err := buildDebs(b, b.Version, dir)
+		debs, err := buildDebs(b, b.Version, dir, "")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
