@@ -399,6 +399,9 @@ func failureClass(t *testing.T, r replyMessage) string {
 func TestLiveBadInputNeverStalls(t *testing.T) {
 	e := newEnv(t)
 	e.opts.ExecutorThreadPoolSize = 2
+	// The 10 MB echo below is served when max_message_size allows it
+	// (TestLiveOversizedCallGetsAFailureReply: refused when not).
+	e.opts.Rabbit.MaxMessageSize = 16 << 20
 	e.startServer(liveDispatcher(t, newRecorder(), nil))
 	replyQ := "reply_" + uuidHex()
 	replies := e.rawReplyQueue(replyQ)
@@ -528,10 +531,15 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 	if err := ch.ExchangeDeclare(e.opts.ControlExchange, "topic", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{e.topic, e.topic + "." + s.Target().Server} {
-		if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	if _, err := ch.QueueDeclare(e.topic, false, false, false, false, nil); err != nil {
+		t.Fatalf("%s: %v", e.topic, err)
+	}
+	// Unlike oslo's, the server queue of a randomly named server expires
+	// (rabbit_transient_queues_ttl) once unused: a killed conductor does not
+	// leave it behind for ever.
+	if _, err := ch.QueueDeclare(e.topic+"."+s.Target().Server, false, false, false, false,
+		amqp.Table{"x-expires": int32(1800000)}); err != nil {
+		t.Fatalf("server queue: %v", err)
 	}
 	if err := ch.ExchangeDeclare(e.topic+"_fanout", "fanout", false, true, false, false, nil); err != nil {
 		t.Fatal(err)
@@ -672,8 +680,15 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+65$`).Match(out) {
-		t.Errorf("the topic consumer's prefetch is not pool + batch = 65:\n%s", out)
+	// pool + batch = 65, but no more than 64 MiB of max_message_size (1 MiB)
+	// messages.
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+64$`).Match(out) {
+		t.Errorf("the topic consumer's prefetch is not min(pool + batch, 64 MiB / 1 MiB) = 64:\n%s", out)
+	}
+	e.opts.Rabbit.MaxMessageSize = 16 << 20
+	if s2, _ := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, NewDispatcher(), nil); s2.prefetch() != 4 ||
+		s2.BufferBound() != 5*16<<20 {
+		t.Errorf("with 16 MiB messages: prefetch %d, bound %d", s2.prefetch(), s2.BufferBound())
 	}
 	c := e.client()
 	tgt := Target{Topic: e.topic}

@@ -73,6 +73,55 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 	}
 }
 
+// TestLiveReconnectsAtOnceAfterConnectionLoss: the first dial after a lost
+// connection is immediate, and the listener declares its queues before
+// anything else, whatever oslo's back-off options say (here 20 s waits): a
+// topic queue that did not survive the broker is back before a cast could
+// miss it. The old listener waited kombu_reconnect_delay first.
+func TestLiveReconnectsAtOnceAfterConnectionLoss(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Rabbit.KombuReconnectDelay = 20 * time.Second
+	e.opts.Rabbit.RetryInterval = 20 * time.Second
+	e.opts.Rabbit.ReconnectIntervalMax = 0
+	rec := newRecorder()
+	e.startServer(liveDispatcher(t, rec, nil))
+	ch, err := e.raw.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if n := closeOwnConnections(t); n < 1 {
+		t.Fatal("the listener's connection was not found")
+	}
+	// The topic queue is gone with the connection that consumed it (as
+	// after a broker restart, for a queue that is not durable): only the
+	// listener can declare it again.
+	if _, err := ch.QueueDelete(e.topic, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q, err := ch.QueueDeclarePassive(e.topic, false, false, false, false, nil)
+		if err == nil && q.Consumers == 1 {
+			break
+		}
+		if err != nil { // a passive declare of a missing queue closes the channel
+			if ch, err = e.raw.Channel(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the topic queue was not declared and consumed again within 10 s (the back-off is 20 s)")
+		}
+		time.Sleep(20 * time.Millisecond) // polling broker state, not synchronising goroutines
+	}
+	c := e.client()
+	if err := c.Cast(userCtx(), Target{Topic: e.topic}, "record", map[string]any{"value": 1, "note": "back"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "back")
+}
+
 // TestLiveRedeclaresWhenQueuesAreDeleted: a broker-side queue deletion
 // cancels the consumers (consumer_cancel_notify); server and client
 // redeclare their queues and go on.

@@ -139,6 +139,7 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 		ready:          make(chan struct{}),
 		loopDone:       make(chan struct{}),
 	}
+	s.listenDialer.limit = newBodyLimit(opts.Rabbit.MaxMessageSize)
 	s.workers = &workerPool{}
 	return s, nil
 }
@@ -168,16 +169,25 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
+// loop connects, declares and consumes until Stop. A connection that was
+// consuming when it was lost is dialled again at once: until the queues
+// are declared again, a cast to a queue that did not survive the broker
+// (not durable) would be dropped. A connection that failed before it
+// consumed (a declaration refused while a broker node starts) is tried
+// again after the dial back-off, and a consumer the broker cancelled (its
+// queue deleted) after kombu_reconnect_delay, as oslo waits.
 func (s *Server) loop() {
 	defer close(s.loopDone)
 	readyOnce := sync.Once{}
+	failed := 0
 	for {
 		conn, err := s.listenDialer.connect(s.runCtx)
 		if err != nil {
 			readyOnce.Do(func() { s.readyErr = err; close(s.ready) })
 			return
 		}
-		err = s.serveConn(conn, func() { readyOnce.Do(func() { close(s.ready) }) })
+		consumed := false
+		err = s.serveConn(conn, func() { consumed = true; readyOnce.Do(func() { close(s.ready) }) })
 		if err == nil {
 			return // stopped
 		}
@@ -186,19 +196,44 @@ func (s *Server) loop() {
 			return
 		default:
 		}
-		s.log.Error("RPC listener lost its connection, reconnecting", "error", err.Error())
-		_ = sleepCtx(s.runCtx, s.opts.Rabbit.reconnectDelay())
+		var wait time.Duration
+		switch {
+		case errors.Is(err, errConsumerCancelled):
+			wait, failed = s.opts.Rabbit.reconnectDelay(), 0
+		case consumed:
+			failed = 0
+		default:
+			wait = s.listenDialer.retryWait(failed)
+			failed++
+		}
+		s.log.Error("RPC listener lost its connection, reconnecting", "error", err.Error(), "retry_in", wait.String())
+		_ = sleepCtx(s.runCtx, wait)
 	}
 }
 
+// errConsumerCancelled is a consumer the broker cancelled while the
+// connection stayed up.
+var errConsumerCancelled = errors.New("the broker cancelled the consumer")
+
+// declare declares the exchanges and the topic, server and fanout queues,
+// as oslo does, with one difference: a server queue whose name was drawn
+// here (no later process can consume it) expires after
+// rabbit_transient_queues_ttl unused, like the fanout queue, so that a
+// conductor killed without its Stop does not leave it behind for ever.
+// Nobody else declares it (magnum-api publishes to the exchange only), so
+// the argument cannot clash.
 func (s *Server) declare(ch *amqp.Channel) error {
 	r := s.opts.Rabbit
 	t := s.target
-	for _, q := range []string{t.Topic, t.Topic + "." + t.Server} {
+	for i, q := range []string{t.Topic, t.Topic + "." + t.Server} {
 		if err := ch.ExchangeDeclare(t.Exchange, "topic", r.durable(), r.AMQPAutoDelete, false, false, nil); err != nil {
 			return fmt.Errorf("declaring exchange %s: %w", t.Exchange, err)
 		}
-		if _, err := ch.QueueDeclare(q, r.durable(), r.AMQPAutoDelete, false, false, amqp.Table(r.queueArgs(0, true))); err != nil {
+		var ttl time.Duration
+		if i == 1 && s.ownServerQueue {
+			ttl = r.TransientQueuesTTL
+		}
+		if _, err := ch.QueueDeclare(q, r.durable(), r.AMQPAutoDelete, false, false, amqp.Table(r.queueArgs(ttl, true))); err != nil {
 			return fmt.Errorf("declaring queue %s: %w", q, err)
 		}
 		if err := ch.QueueBind(q, q, t.Exchange, false, nil); err != nil {
@@ -266,15 +301,36 @@ func (a *ackState) ack(ch acker, tags []uint64) error {
 }
 
 // prefetch is rabbit_qos_prefetch_count, or when that is 0 (oslo's default:
-// no limit) the worker pool plus one batch. Unlike oslo, which lets the
-// broker push a whole backlog into a busy conductor's memory, the messages a
-// conductor cannot start yet stay in the queue, where another conductor can
-// take them and where they survive this one's restart.
+// no limit) the worker pool plus one batch, but no more messages than
+// prefetchBudget holds at max_message_size each. Unlike oslo, which lets
+// the broker push a whole backlog into a busy conductor's memory, the
+// messages a conductor cannot start yet stay in the queue, where another
+// conductor can take them and where they survive this one's restart.
+//
+// A message is acknowledged when it gets a worker, so the unacknowledged
+// ones the broker may send are those waiting for one: the listener holds
+// at most prefetch × max_message_size bytes of them, and the workers at
+// most one message each.
 func (s *Server) prefetch() int {
 	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
 		return n
 	}
-	return cap(s.sem) + maxBatch
+	n := cap(s.sem) + maxBatch
+	if byBytes := int(max(1, prefetchBudget/s.opts.Rabbit.MaxMessageSize)); byBytes < n {
+		n = byBytes
+	}
+	return n
+}
+
+// prefetchBudget bounds the bytes of the messages a listener holds before
+// they start (with the default prefetch).
+const prefetchBudget = 64 << 20
+
+// BufferBound is the most bytes of request bodies the server holds at once:
+// those waiting for a worker (prefetch) and those running (one per worker),
+// each at most max_message_size.
+func (s *Server) BufferBound() int64 {
+	return int64(s.prefetch()+cap(s.sem)) * s.opts.Rabbit.MaxMessageSize
 }
 
 // maxBatch is how many buffered deliveries the listener takes at once.
@@ -306,7 +362,8 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			return fmt.Errorf("consuming %s: %w", q, err)
 		}
 	}
-	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue)
+	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue,
+		"prefetch", s.prefetch(), "max_message_size", s.opts.Rabbit.MaxMessageSize)
 	onReady()
 	var acks ackState // of ch
 	for {
@@ -345,7 +402,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			return nil
 		}
 		if !ok {
-			return errors.New("consumer channel closed")
+			return consumerGone(conn)
 		}
 		// Take whatever else is already buffered: the messages that get a
 		// worker are acknowledged with one multiple ack, then run.
@@ -366,9 +423,18 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		}
 		s.receive(ch, &acks, batch)
 		if !ok {
-			return errors.New("consumer channel closed")
+			return consumerGone(conn)
 		}
 	}
+}
+
+// consumerGone is why a consumer's deliveries ended: the connection, or a
+// cancel from the broker while the connection stayed up.
+func consumerGone(conn *amqp.Connection) error {
+	if conn.IsClosed() {
+		return errors.New("connection closed")
+	}
+	return errConsumerCancelled
 }
 
 // fanoutQueueName is the server's fanout queue: one stream per topic with
@@ -502,8 +568,12 @@ func (s *Server) serve(body []byte, compression string) {
 				"size", len(body), "stack", string(debug.Stack()))
 		}
 	}()
+	if o, ok := s.listenDialer.limit.parse(body); ok {
+		s.rejectOversized(o)
+		return
+	}
 	if compression != "" {
-		plain, err := decompress(body, compression)
+		plain, err := decompress(body, compression, s.opts.Rabbit.MaxMessageSize)
 		if err != nil {
 			// Without the body there is no _reply_q to answer to.
 			s.log.Error("dropping an RPC message that cannot be decompressed", "error", err.Error(),
@@ -522,6 +592,23 @@ func (s *Server) serve(body []byte, compression string) {
 		return
 	}
 	s.handle(req)
+}
+
+// rejectOversized answers a request whose body the listener did not read
+// (larger than max_message_size) with InvalidParameterValue, when it is a
+// call whose reply queue could be read, and logs it.
+func (s *Server) rejectOversized(o *oversized) {
+	limit := s.opts.Rabbit.MaxMessageSize
+	log := s.log.With("size", o.Size, "max_message_size", limit, "msg_id", o.MsgID, "reply_q", o.ReplyQ)
+	if o.MsgID == "" || o.ReplyQ == "" {
+		log.Error("dropping an RPC message larger than max_message_size, unread; no reply possible")
+		return
+	}
+	log.Error("refusing an RPC call larger than max_message_size, unread")
+	err := exception.InvalidParameterValue(fmt.Sprintf(
+		"The RPC message is %d bytes, more than the conductor accepts ([oslo_messaging_rabbit] max_message_size = %d bytes).",
+		o.Size, limit))
+	s.reply(&Request{MsgID: o.MsgID, ReplyQ: o.ReplyQ, UniqueID: o.UniqueID}, nil, err, log)
 }
 
 func (s *Server) rejectUndecodable(err error, size int) {
