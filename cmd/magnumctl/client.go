@@ -45,11 +45,18 @@ func (g *globals) connect(ctx context.Context) (*session, context.Context, conte
 	if g.topic != "" {
 		topic = g.topic
 	}
-	client, err := oslo.NewClient(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
+	ctx, cancel := context.WithTimeout(contextFrom(ctx, g), g.timeout)
+	// Calls and casts wait for the broker until --timeout, as oslo's do;
+	// a command line tool should rather say at once that it is unreachable.
+	if err := oslo.Reachable(ctx, opts); err != nil {
+		cancel()
 		return nil, nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(contextFrom(ctx, g), g.timeout)
+	client, err := oslo.NewClient(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
 	return &session{api: conductorapi.New(client, topic), client: client, topic: topic}, ctx, cancel, nil
 }
 
