@@ -470,7 +470,7 @@ func (c *Client) deliverReply(body []byte) {
 	}
 	w, ok := c.waiters[r.MsgID]
 	if !ok {
-		c.log.Info("no calling thread waiting for reply", "msg_id", r.MsgID)
+		c.log.Info("no calling thread waiting for reply", "msg_id", request.Bound(r.MsgID))
 		return
 	}
 	select {

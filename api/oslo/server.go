@@ -588,7 +588,7 @@ func (s *Server) serve(body []byte, compression string) {
 		return
 	}
 	if s.isDuplicate(req.UniqueID) {
-		s.log.Warn("ignoring duplicate message", "unique_id", req.UniqueID, "msg_id", req.MsgID)
+		s.log.Warn("ignoring duplicate message", "unique_id", request.Bound(req.UniqueID), "msg_id", request.Bound(req.MsgID))
 		return
 	}
 	s.handle(req)
@@ -617,7 +617,7 @@ func (s *Server) rejectUndecodable(err error, size int) {
 		s.log.Error("dropping undecodable RPC message", "error", err.Error(), "size", size)
 		return
 	}
-	s.log.Error("rejecting undecodable RPC message", "error", err.Error(), "size", size, "msg_id", de.Request.MsgID)
+	s.log.Error("rejecting undecodable RPC message", "error", err.Error(), "size", size, "msg_id", request.Bound(de.Request.MsgID))
 	s.reply(de.Request, nil, de.Failure, s.log)
 }
 
@@ -625,17 +625,17 @@ func (s *Server) handle(req *Request) {
 	rc := request.FromWire(req.Context)
 	ctx := request.With(s.workCtx, rc)
 	method, _ := req.MethodName()
-	log := lazyWith(s.log, append([]any{"method", method, "msg_id", req.MsgID}, rc.LogAttrs()...))
+	log := lazyWith(s.log, append([]any{"method", request.Bound(method), "msg_id", request.Bound(req.MsgID)}, rc.LogAttrs()...))
 	for k := range req.Context {
 		if !knownContextKey(k) {
-			log.Debug("request carries an unknown context key", "key", k)
+			log.Debug("request carries an unknown context key", "key", request.Bound(k))
 		}
 	}
 	if req.BadMsgID {
 		// Run as a cast, it would act with nobody told; a reply keyed by
 		// a _msg_id no oslo caller sends would reach nobody either.
 		log.Error("rejecting RPC call whose _msg_id is not a string; not run, no reply possible",
-			"reply_q", req.ReplyQ)
+			"reply_q", request.Bound(req.ReplyQ))
 		return
 	}
 
@@ -655,11 +655,11 @@ func (s *Server) handle(req *Request) {
 		case raised && e.Module == exception.ModuleMagnum && e.Code >= 500:
 			// A server-side failure (the database, a driver, a wrapped
 			// unexpected error), not an answer such as ClusterNotFound.
-			log.Error("RPC method failed", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
+			log.Error("RPC method failed", "class", e.Module+"."+e.Class, "error", logText(e.Message), "duration", time.Since(start).String())
 		case raised:
-			log.Info("RPC method raised", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
+			log.Info("RPC method raised", "class", e.Module+"."+e.Class, "error", logText(e.Message), "duration", time.Since(start).String())
 		default:
-			log.Error("RPC method failed", "error", err.Error(), "duration", time.Since(start).String())
+			log.Error("RPC method failed", "error", logText(err.Error()), "duration", time.Since(start).String())
 		}
 	} else {
 		log.Debug("RPC method done", "duration", time.Since(start).String())
@@ -769,7 +769,7 @@ func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 		return
 	}
 	if s.replyQueueObsolete(req.ReplyQ) {
-		log.Info("reply queue is gone; not replying", "reply_q", req.ReplyQ)
+		log.Info("reply queue is gone; not replying", "reply_q", request.Bound(req.ReplyQ))
 		pyjson.Release(result)
 		return
 	}
@@ -800,21 +800,21 @@ func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 		}()
 	default:
 		pyjson.Release(result)
-		log.Error("sending reply failed", "error", perr.Error(), "reply_q", req.ReplyQ)
+		log.Error("sending reply failed", "error", perr.Error(), "reply_q", request.Bound(req.ReplyQ))
 	}
 }
 
 func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logger) {
 	deadline := time.Now().Add(s.opts.Rabbit.MissingConsumerRetryTimeout)
 	for {
-		log.Debug("reply could not be sent due to a missing queue, retrying", "reply_q", req.ReplyQ)
+		log.Debug("reply could not be sent due to a missing queue, retrying", "reply_q", request.Bound(req.ReplyQ))
 		if sleepCtx(s.pubCtx, 250*time.Millisecond) != nil {
 			return
 		}
 		if time.Now().After(deadline) {
 			s.markObsolete(req.ReplyQ)
 			log.Error(fmt.Sprintf("The reply %s failed to send after %d seconds due to a missing queue (%s). Abandoning...",
-				req.MsgID, int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), req.ReplyQ))
+				request.Bound(req.MsgID), int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), request.Bound(req.ReplyQ)))
 			return
 		}
 		body, berr := buildReply(nil, req.MsgID, result, err)
@@ -876,6 +876,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.log.Info("RPC server stopped")
 	return err
 }
+
+// logText bounds an error message for the log: it may quote what the
+// caller sent (a method name, an argument).
+func logText(s string) string { return request.BoundTo(s, 1024) }
 
 // knownContextKey reports whether k is one of the context keys magnum
 // sends (15.0.1 to master), or osprofiler's trace_info.
