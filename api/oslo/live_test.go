@@ -266,6 +266,7 @@ func TestLiveCallCastFanoutAndFailures(t *testing.T) {
 		if ex.Module != f.module || ex.Class != f.class || ex.Message != f.msg || ex.Code != f.code {
 			t.Errorf("%s: got %s.%s %q %d", f.method, ex.Module, ex.Class, ex.Message, ex.Code)
 		}
+		checkTracebackHasNoSourcePaths(t, f.method, err)
 	}
 	_, err = c.Call(ctx, tgt, "not_found", map[string]any{"value": "x"})
 	if !errors.Is(err, exception.New("ResourceNotFound", nil)) {
@@ -291,6 +292,60 @@ func TestLiveCallCastFanoutAndFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t, "fanout")
+}
+
+// checkTracebackHasNoSourcePaths: a failure's traceback starts as
+// Python's, ends with the exception, and names no source file of ours.
+func checkTracebackHasNoSourcePaths(t *testing.T, what string, err error) {
+	t.Helper()
+	var rt *RemoteTraceback
+	if !errors.As(err, &rt) || len(rt.Lines) < 2 || rt.Lines[0] != "Traceback (most recent call last):\n" {
+		t.Fatalf("%s: traceback %v", what, rt)
+	}
+	for _, l := range rt.Lines {
+		if strings.Contains(l, ".go") || strings.Contains(l, "File ") || strings.Contains(l, "magnum-conductor/") {
+			t.Errorf("%s: the traceback names a source file: %q", what, l)
+		}
+	}
+}
+
+// TestLiveTranslatedErrorReachesTheCaller: ServerOptions.TranslateError
+// decides the failure a method's error becomes (here a lost database
+// becomes oslo.db's DBConnectionError, as with the Python conductor,
+// instead of MagnumException); other errors are left alone.
+func TestLiveTranslatedErrorReachesTheCaller(t *testing.T) {
+	e := newEnv(t)
+	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second, TranslateError: func(err error) error {
+		if err.Error() == "disk on fire" {
+			return exception.DBConnectionError("db: list clusters: connection refused", err)
+		}
+		return err
+	}}, Target{Topic: e.topic}, liveDispatcher(t, newRecorder(), nil), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	c := e.client()
+	_, err = c.Call(userCtx(), Target{Topic: e.topic}, "plain_error", nil)
+	var ex *exception.Error
+	if !errors.As(err, &ex) || ex.Module != "oslo_db.exception" || ex.Class != "DBConnectionError" ||
+		ex.Message != "db: list clusters: connection refused" || len(ex.Kwargs) != 0 {
+		t.Fatalf("got %#v", err)
+	}
+	checkTracebackHasNoSourcePaths(t, "plain_error", err)
+	var rt *RemoteTraceback
+	_ = errors.As(err, &rt)
+	if last := rt.Lines[len(rt.Lines)-1]; last != "oslo_db.exception.DBConnectionError: db: list clusters: connection refused\n" {
+		t.Errorf("last traceback line %q", last)
+	}
+	if _, err = c.Call(userCtx(), Target{Topic: e.topic}, "not_found", map[string]any{"value": "x"}); !errors.As(err, &ex) ||
+		ex.Class != "ClusterNotFound" {
+		t.Fatalf("an error left alone: %v", err)
+	}
 }
 
 func TestLiveCallTimeoutAndCallMonitor(t *testing.T) {

@@ -46,6 +46,12 @@ type ServerOptions struct {
 	// GracePeriod bounds how long Stop waits for in-flight requests when
 	// its ctx has no deadline. Default 60s.
 	GracePeriod time.Duration
+	// TranslateError, when set, turns a method's error into the one the
+	// caller gets (and the log shows) before it becomes a failure: what a
+	// Python service's libraries would have raised for it (oslo.db's
+	// DBConnectionError for a lost database, say), rather than
+	// MagnumException.
+	TranslateError func(error) error
 }
 
 // Server is an oslo.messaging RPC server on the rabbit driver: it declares
@@ -647,6 +653,9 @@ func (s *Server) handle(req *Request) {
 	result, err := s.dispatch(ctx, req, log)
 	if stopHB != nil {
 		stopHB()
+	}
+	if err != nil && s.sopts.TranslateError != nil {
+		err = s.sopts.TranslateError(err)
 	}
 	if err != nil {
 		var e *exception.Error

@@ -170,6 +170,8 @@ func explain(err error) string {
 			hint = "the conductor does not serve this method or version"
 		case ee.Class == "NotImplementedError":
 			hint = "the conductor does not implement this feature"
+		case ee.Module == exception.ModuleOsloDB && ee.Class == "DBConnectionError":
+			hint = "the conductor cannot reach its database"
 		}
 		line := fmt.Sprintf("%s.%s: %s", ee.Module, ee.Class, ee.Message)
 		if hint != "" {

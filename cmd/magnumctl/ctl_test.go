@@ -71,6 +71,7 @@ func TestExplainNamesTheFailureAndItsMeaning(t *testing.T) {
 		{exception.New("ClusterAlreadyExists", map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
 		{&oslo.TimeoutError{Method: "ping_conductor", After: time.Second}, []string{"is magnum-conductor running"}},
 		{exception.NotImplemented("This feature is not yet implemented."), []string{"builtins.NotImplementedError", "does not implement"}},
+		{exception.DBConnectionError("db: x: connection refused", nil), []string{"oslo_db.exception.DBConnectionError", "cannot reach its database"}},
 		{fmt.Errorf("plain"), []string{"plain"}},
 	}
 	for _, tt := range tests {
