@@ -722,6 +722,60 @@ func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
 	}
 }
 
+// TestLiveStopHonoursItsDeadlineWhateverIsPending: a handler that ignores
+// its cancellation and a reply being retried to a reply queue that is gone
+// (for kombu_missing_consumer_retry_timeout, a minute) do not hold Stop past
+// its deadline (plus the short wait for what it canceled): the conductor's
+// shutdown_grace_period holds.
+func TestLiveStopHonoursItsDeadlineWhateverIsPending(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Rabbit.MissingConsumerRetryTimeout = time.Minute
+	rec := newRecorder()
+	d := liveDispatcher(t, rec, nil)
+	deaf := make(chan struct{})
+	t.Cleanup(func() { close(deaf) })
+	if err := d.Handle("deaf", Method(func(ctx context.Context, a echoArgs) (any, error) {
+		rec.add("deaf")
+		<-deaf // ignores ctx
+		return nil, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(e.opts, ServerOptions{GracePeriod: time.Hour}, Target{Topic: e.topic}, d, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	c := e.client()
+	if err := c.Cast(userCtx(), Target{Topic: e.topic}, "deaf", map[string]any{"value": 1}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "deaf")
+	// A call whose reply queue does not exist: its reply is returned by the
+	// broker and retried.
+	e.publishRaw(rawCall("record", `{"value": 1, "note": "replied"}`, "m-gone", "reply_gone_"+uuidHex(), ""))
+	rec.wait(t, "replied")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	stopped := make(chan error, 1)
+	start := time.Now()
+	go func() { stopped <- s.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Stop: %v", err)
+		}
+		if took := time.Since(start); took > time.Second+cancelWait+time.Second {
+			t.Fatalf("Stop took %s for a 1 s deadline", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop still waits 30 s after its 1 s deadline")
+	}
+}
+
 // TestLiveStopLeavesUnstartedRequestsInTheQueue: a request that never got a
 // worker is not acknowledged, so a stop leaves it in the queue for the next
 // server (oslo acknowledges on receipt and drops it); and with

@@ -845,7 +845,12 @@ func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logge
 
 // Stop stops consuming (deleting the server's fanout queue), waits for
 // in-flight requests until ctx ends (or the grace period if ctx has no
-// deadline), then cancels what is left and closes the connections.
+// deadline), then cancels what is left (handlers, replies being retried),
+// gives the cancelled handlers cancelWait to record how they ended, and
+// closes the connections. Whatever is pending (a handler that ignores its
+// cancellation, a broker that does not answer the listener's cancels or
+// the close), Stop returns by ctx's deadline plus cancelWait; what has not
+// finished by then is left to the process's exit.
 func (s *Server) Stop(ctx context.Context) error {
 	if !s.started {
 		return nil
@@ -855,35 +860,71 @@ func (s *Server) Stop(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, s.sopts.GracePeriod)
 		defer cancel()
 	}
+	dl, _ := ctx.Deadline()
+	late := dl.Add(cancelWait) // the waits once ctx has ended
 	s.stopOnce.Do(func() { close(s.stopping) })
 	var err error
-	select {
-	case <-s.loopDone:
-	case <-ctx.Done():
+	if waitCtx(ctx, s.loopDone) != nil {
 		// The listener is slow to let go (the broker does not answer its
-		// cancels): release the handlers before waiting for it.
+		// cancels): it is waited for again below, after the handlers.
 		err = ctx.Err()
-		s.workCancel()
 	}
 	s.runCancel()
-	<-s.loopDone
 
 	idle := make(chan struct{})
 	go func() { s.inflight.Wait(); close(idle) }()
-	select {
-	case <-idle:
-	case <-ctx.Done():
+	if waitCtx(ctx, idle) != nil {
 		s.log.Warn("grace period over; canceling in-flight RPC requests")
 		err = ctx.Err()
 		s.workCancel()
 		s.pubCancel()
-		<-idle
+		if !waitUntil(idle, late) {
+			s.log.Error("in-flight RPC requests did not end when canceled; leaving them to the process's exit")
+		}
 	}
 	s.workCancel()
 	s.pubCancel()
-	s.pub.close()
+	if !waitUntil(s.loopDone, late) {
+		s.log.Error("the RPC listener did not let go of its connection; leaving it to the process's exit")
+	}
+	closed := make(chan struct{})
+	go func() { s.pub.close(); close(closed) }()
+	if !waitUntil(closed, late) {
+		s.log.Error("the reply connection did not close; leaving it to the process's exit")
+	}
 	s.log.Info("RPC server stopped")
 	return err
+}
+
+// cancelWait is how long past its deadline Stop waits for what it canceled
+// or closed.
+const cancelWait = 500 * time.Millisecond
+
+// waitCtx waits for done until ctx ends.
+func waitCtx(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitUntil waits for done until t, and reports whether it came.
+func waitUntil(done <-chan struct{}, t time.Time) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
 }
 
 // logText bounds an error message for the log: it may quote what the

@@ -39,6 +39,15 @@ import (
 // completion is observed by sync_cluster_status.
 const driverCallTimeout = 5 * time.Minute
 
+// stopReserve is the part of shutdown_grace_period kept, after the RPC
+// server's handlers, for the rest of the stop (at most a quarter of it);
+// stopSlack is how long past the grace period a stop blocked in a close is
+// let run before the process exits anyway.
+const (
+	stopReserve = 2 * time.Second
+	stopSlack   = time.Second
+)
+
 // startupSettle is how long after it serves RPC the conductor returns its
 // start-up garbage to the OS, and pages out its start-up code
 // ([conductor] release_startup_pages).
@@ -47,6 +56,14 @@ const startupSettle = 15 * time.Second
 // serve loads the configuration, starts every part of the conductor and
 // blocks until ctx is cancelled (SIGTERM), then stops them in order.
 func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
+	// Armed at SIGTERM, disarmed by the last deferred call: a close that
+	// blocks (below) cannot hold the process past the grace period.
+	var watchdog *time.Timer
+	defer func() {
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+	}()
 	files, dirs := st.files, st.dirs
 	cfg, err := config.Load(files, dirs)
 	if err != nil {
@@ -184,10 +201,20 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	defer freeStartup.Stop()
 
 	<-ctx.Done()
-	log.Info("stopping magnum-conductor", "grace_period", cfg.Conductor.ShutdownGracePeriod.String())
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.Conductor.ShutdownGracePeriod+5*time.Second)
+	grace := cfg.Conductor.ShutdownGracePeriod
+	log.Info("stopping magnum-conductor", "grace_period", grace.String())
+	// The whole stop fits in the grace period: the RPC server's handlers get
+	// it but for what the rest needs; a close that blocks past it (a broker
+	// or database that does not answer) is cut short.
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), grace)
 	defer cancelStop()
-	if err := server.Stop(stopCtx); err != nil {
+	watchdog = time.AfterFunc(grace+stopSlack, func() {
+		log.Error("magnum-conductor did not stop within shutdown_grace_period; exiting now", "grace_period", grace.String())
+		os.Exit(1)
+	})
+	rpcCtx, cancelRPC := context.WithTimeout(stopCtx, grace-min(grace/4, stopReserve))
+	defer cancelRPC()
+	if err := server.Stop(rpcCtx); err != nil {
 		log.Error("rpc server did not stop cleanly", "error", err)
 	}
 	cancelRun()
