@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,8 +54,9 @@ type ServerOptions struct {
 }
 
 // Server is an oslo.messaging RPC server on the rabbit driver: it declares
-// and consumes the topic, server and fanout queues of its target, acks each
-// request before dispatching it to a bounded worker pool, and replies
+// and consumes the topic, server and fanout queues of its target, hands
+// each request to a bounded worker pool (acknowledging a call before it
+// runs and a cast once it has run), and replies
 // through a confirm-mode publisher.
 type Server struct {
 	opts   Options
@@ -78,6 +78,7 @@ type Server struct {
 	// <topic>.<server> queue then belongs to this process alone.
 	ownServerQueue bool
 	sem            chan struct{}
+	unacked        sync.WaitGroup // deliveries handed to a worker, not acknowledged yet
 	seenMu         sync.Mutex
 	seen           []string // last 16 _unique_id
 
@@ -262,50 +263,6 @@ func (s *Server) declare(ch *amqp.Channel) error {
 	return nil
 }
 
-// acker acknowledges deliveries (an *amqp.Channel).
-type acker interface {
-	Ack(tag uint64, multiple bool) error
-}
-
-// ackState acknowledges exactly the deliveries the listener has received,
-// as oslo does one by one, with one multiple=true ack per run of
-// consecutive tags. The channel's three consumers hand their deliveries
-// over separately, so tags can arrive out of order: a multiple ack past a
-// gap would also acknowledge a delivery still in the client library's
-// buffers (lost if the channel closed before it arrived), and
-// acknowledging a tag twice is an error that closes the channel.
-type ackState struct {
-	upTo  uint64          // every tag up to this one is acknowledged
-	early map[uint64]bool // tags past a gap, acknowledged one by one
-}
-
-func (a *ackState) ack(ch acker, tags []uint64) error {
-	slices.Sort(tags)
-	var multi uint64
-	for _, t := range tags {
-		if t != a.upTo+1 {
-			// An earlier delivery is still on its way.
-			if err := ch.Ack(t, false); err != nil {
-				return err
-			}
-			if a.early == nil {
-				a.early = map[uint64]bool{}
-			}
-			a.early[t] = true
-			continue
-		}
-		a.upTo, multi = t, t
-		for a.early[a.upTo+1] {
-			delete(a.early, a.upTo+1)
-			a.upTo++
-		}
-	}
-	if multi == 0 {
-		return nil
-	}
-	return ch.Ack(multi, true)
-}
-
 // prefetch is rabbit_qos_prefetch_count, or when that is 0 (oslo's default:
 // no limit) the worker pool plus one batch, but no more messages than
 // prefetchBudget holds at max_message_size each. Unlike oslo, which lets
@@ -313,10 +270,10 @@ func (a *ackState) ack(ch acker, tags []uint64) error {
 // messages a conductor cannot start yet stay in the queue, where another
 // conductor can take them and where they survive this one's restart.
 //
-// A message is acknowledged when it gets a worker, so the unacknowledged
-// ones the broker may send are those waiting for one: the listener holds
-// at most prefetch × max_message_size bytes of them, and the workers at
-// most one message each.
+// The unacknowledged messages the broker may send are those waiting for a
+// worker and the casts running (a call is acknowledged when it starts):
+// they hold at most prefetch × max_message_size bytes, and the calls
+// running one message each at most.
 func (s *Server) prefetch() int {
 	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
 		return n
@@ -371,7 +328,6 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue,
 		"prefetch", s.prefetch(), "max_message_size", s.opts.Rabbit.MaxMessageSize)
 	onReady()
-	var acks ackState // of ch
 	for {
 		var d amqp.Delivery
 		var ok bool
@@ -387,6 +343,16 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		case <-s.stopping:
 			for i := range queues {
 				_ = ch.Cancel(fmt.Sprint(i+1), false)
+			}
+			// Casts are acknowledged once handled: keep the channel until
+			// those running are (or Stop gives up on them), so that a
+			// clean stop does not hand them to another conductor again.
+			drained := make(chan struct{})
+			go func() { s.unacked.Wait(); close(drained) }()
+			select {
+			case <-drained:
+			case <-s.runCtx.Done():
+			case <-connClosed:
 			}
 			// Like oslo, a stream fanout queue (shared by every server) and
 			// a queue manager's (reused after a restart) are left to
@@ -410,8 +376,8 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		if !ok {
 			return consumerGone(conn)
 		}
-		// Take whatever else is already buffered: the messages that get a
-		// worker are acknowledged with one multiple ack, then run.
+		// Take whatever else is already buffered, for as many as get a
+		// worker at once.
 		batch := append(make([]amqp.Delivery, 0, 8), d)
 	drain:
 		for len(batch) < maxBatch {
@@ -427,7 +393,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			}
 			batch = append(batch, d)
 		}
-		s.receive(ch, &acks, batch)
+		s.receive(batch)
 		if !ok {
 			return consumerGone(conn)
 		}
@@ -499,14 +465,19 @@ func (s *Server) isDuplicate(id string) bool {
 	return false
 }
 
-// receive runs on the listener goroutine. A message is acknowledged once it
-// has a worker slot, just before it runs: before anything runs, as oslo
-// does, but a message still waiting for a slot is not acknowledged, so that
-// a stop or a lost connection returns it to the queue (for another
-// conductor) instead of dropping it. Slots are taken for as many messages
-// of the batch as are free, and those are acknowledged together. Decoding
+// receive runs on the listener goroutine: each message of the batch that
+// gets a worker slot is handed to a worker (a message still waiting for a
+// slot is not acknowledged, so that a stop or a lost connection returns it
+// to the queue, for another conductor, instead of dropping it). Decoding
 // happens on the worker so that the listener does no per-message CPU work.
-func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
+//
+// The worker acknowledges the message (see serve): a call before it runs,
+// as oslo does (run twice, it would answer twice, or fail the second time
+// with the caller waiting); a cast only once it has been handled, so that a
+// conductor killed while it handles one does not lose it: the broker
+// delivers it again, to another conductor, whose handler's status checks
+// see what the first one did (a cast is served at least once).
+func (s *Server) receive(batch []amqp.Delivery) {
 	for len(batch) > 0 {
 		if !s.takeSlot() {
 			s.log.Info("stopping: RPC requests not started are left to the broker", "count", len(batch))
@@ -522,25 +493,28 @@ func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
 				break free
 			}
 		}
-		tags := make([]uint64, n)
-		for i, d := range batch[:n] {
-			tags[i] = d.DeliveryTag
-		}
-		if err := acks.ack(ch, tags); err != nil {
-			for range n {
-				<-s.sem
-			}
-			s.log.Warn("acknowledging RPC requests failed; the broker delivers them again", "error", err.Error(),
-				"count", len(batch))
-			return
-		}
 		for _, d := range batch[:n] {
 			s.noteStreamOffset(d)
 			s.inflight.Add(1)
-			body, compression := d.Body, compressionOf(d.Headers)
-			s.workers.run(func() { s.serve(body, compression) })
+			s.unacked.Add(1)
+			s.workers.run(func() { s.serve(d) })
 		}
 		batch = batch[n:]
+	}
+}
+
+// ack acknowledges d once. An acknowledgement that cannot be sent (the
+// channel went with its connection) leaves the message to the broker,
+// which delivers it again.
+func (s *Server) ack(d amqp.Delivery, done *bool) {
+	if *done {
+		return
+	}
+	*done = true
+	defer s.unacked.Done()
+	if err := d.Ack(false); err != nil {
+		s.log.Warn("acknowledging an RPC request failed; the broker delivers it again", "error", err.Error(),
+			"delivery_tag", d.DeliveryTag)
 	}
 }
 
@@ -561,10 +535,14 @@ func (s *Server) takeSlot() bool {
 }
 
 // serve decodes and handles one request that holds a worker slot and an
-// inflight count, and releases both.
-func (s *Server) serve(body []byte, compression string) {
+// inflight count, acknowledges it (a call before it runs, anything else
+// once served), and releases both.
+func (s *Server) serve(d amqp.Delivery) {
 	defer s.inflight.Done()
 	defer func() { <-s.sem }()
+	acked := false
+	defer s.ack(d, &acked)
+	body, compression := d.Body, compressionOf(d.Headers)
 	// The method's own panics are turned into failure replies by dispatch;
 	// this catches any other (decoding, encoding the reply) so that one
 	// message can never take the process down.
@@ -592,6 +570,9 @@ func (s *Server) serve(body []byte, compression string) {
 	if err != nil {
 		s.rejectUndecodable(err, len(body))
 		return
+	}
+	if req.MsgID != "" {
+		s.ack(d, &acked)
 	}
 	if s.isDuplicate(req.UniqueID) {
 		s.log.Warn("ignoring duplicate message", "unique_id", request.Bound(req.UniqueID), "msg_id", request.Bound(req.MsgID))
