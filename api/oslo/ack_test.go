@@ -192,3 +192,60 @@ func TestLiveInterleavedConsumersLoseNothing(t *testing.T) {
 		t.Fatalf("the listener lost its channel:\n%s", logs.String())
 	}
 }
+
+// TestLiveCastRetriedWhenItCannotBeDoneForNow: a cast whose method fails
+// with an error RetryCast picks (the database cannot be reached) is not
+// lost: it goes back to its queue and is served again; a cast failing
+// otherwise is not.
+func TestLiveCastRetriedWhenItCannotBeDoneForNow(t *testing.T) {
+	e := newEnv(t)
+	errLater := errors.New("database away")
+	var mu sync.Mutex
+	tries := map[string]int{}
+	rec := newRecorder()
+	d := NewDispatcher()
+	if err := d.Handle("flaky", Method(func(_ context.Context, a echoArgs) (any, error) {
+		mu.Lock()
+		tries[a.Note]++
+		n := tries[a.Note]
+		mu.Unlock()
+		if n < 3 && a.Note == "later" || a.Note == "call" {
+			return nil, fmt.Errorf("db: create cluster: %w", errLater)
+		}
+		if a.Note == "broken" {
+			return nil, errors.New("driver refused")
+		}
+		rec.add(fmt.Sprintf("%s-%d", a.Note, n))
+		return nil, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(e.opts, ServerOptions{RetryDelay: 50 * time.Millisecond,
+		RetryCast: func(err error) bool { return errors.Is(err, errLater) }}, Target{Topic: e.topic}, d, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	c := e.client()
+	for _, note := range []string{"broken", "later", "now"} {
+		if err := c.Cast(userCtx(), Target{Topic: e.topic}, "flaky", map[string]any{"value": 1, "note": note}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.wait(t, "now-1")
+	rec.wait(t, "later-3")
+	// A call gets the error at once: its caller decides.
+	if _, err := c.Call(userCtx(), Target{Topic: e.topic}, "flaky", map[string]any{"value": 1, "note": "call"}); err == nil ||
+		!strings.Contains(err.Error(), "database away") {
+		t.Fatalf("call: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if tries["broken"] != 1 || tries["call"] != 1 {
+		t.Fatalf("a cast failing for good was tried %d times, the call %d times", tries["broken"], tries["call"])
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,16 @@ type ServerOptions struct {
 	// DBConnectionError for a lost database, say), rather than
 	// MagnumException.
 	TranslateError func(error) error
+	// RetryCast, when set, picks the cast errors that say the work could
+	// not be done for now (the database cannot be reached): such a cast is
+	// not acknowledged but returned to its queue after RetryDelay (at once
+	// when the server stops), for this or another conductor to do, instead
+	// of being lost. Its handlers must tell a cast they see again (their
+	// status checks do).
+	RetryCast func(error) bool
+	// RetryDelay is the wait before a cast is returned to its queue.
+	// Default 1s.
+	RetryDelay time.Duration
 }
 
 // Server is an oslo.messaging RPC server on the rabbit driver: it declares
@@ -119,6 +130,9 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 	}
 	if sopts.GracePeriod <= 0 {
 		sopts.GracePeriod = 60 * time.Second
+	}
+	if sopts.RetryDelay <= 0 {
+		sopts.RetryDelay = time.Second
 	}
 	if opts.Rabbit.QuorumQueue && opts.Rabbit.HAQueues {
 		return nil, errors.New("oslo: rabbit_quorum_queue and rabbit_ha_queues are both enabled")
@@ -447,6 +461,13 @@ func (s *Server) noteStreamOffset(d amqp.Delivery) {
 	}
 }
 
+// forget removes id from the _unique_id seen.
+func (s *Server) forget(id string) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	s.seen = slices.DeleteFunc(s.seen, func(seen string) bool { return seen == id })
+}
+
 func (s *Server) isDuplicate(id string) bool {
 	if id == "" {
 		return false
@@ -578,7 +599,30 @@ func (s *Server) serve(d amqp.Delivery) {
 		s.log.Warn("ignoring duplicate message", "unique_id", request.Bound(req.UniqueID), "msg_id", request.Bound(req.MsgID))
 		return
 	}
-	s.handle(req)
+	if err := s.handle(req); err != nil && req.MsgID == "" && s.sopts.RetryCast != nil && s.sopts.RetryCast(err) {
+		s.retryLater(d, &acked, req, err)
+	}
+}
+
+// retryLater returns a cast to its queue (negatively acknowledged, to be
+// delivered again) after RetryDelay, or at once when the server stops.
+func (s *Server) retryLater(d amqp.Delivery, acked *bool, req *Request, err error) {
+	method, _ := req.MethodName()
+	s.log.Warn("cast not done for now; returned to its queue to be tried again", "method", request.Bound(method),
+		"error", logText(err.Error()), "retry_in", s.sopts.RetryDelay.String(), "redelivered", d.Redelivered)
+	t := time.NewTimer(s.sopts.RetryDelay)
+	select {
+	case <-t.C:
+	case <-s.stopping:
+		t.Stop()
+	}
+	s.forget(req.UniqueID) // its next delivery is no duplicate
+	*acked = true
+	defer s.unacked.Done()
+	if nerr := d.Nack(false, true); nerr != nil {
+		s.log.Warn("returning a cast to its queue failed; the broker delivers it again", "error", nerr.Error(),
+			"delivery_tag", d.DeliveryTag)
+	}
 }
 
 // rejectOversized answers a request whose body the listener did not read
@@ -608,7 +652,9 @@ func (s *Server) rejectUndecodable(err error, size int) {
 	s.reply(de.Request, nil, de.Failure, s.log)
 }
 
-func (s *Server) handle(req *Request) {
+// handle runs a decoded request and replies to a call. It returns the
+// method's error, as the caller got it.
+func (s *Server) handle(req *Request) error {
 	rc := request.FromWire(req.Context)
 	ctx := request.With(s.workCtx, rc)
 	method, _ := req.MethodName()
@@ -623,7 +669,7 @@ func (s *Server) handle(req *Request) {
 		// a _msg_id no oslo caller sends would reach nobody either.
 		log.Error("rejecting RPC call whose _msg_id is not a string; not run, no reply possible",
 			"reply_q", request.Bound(req.ReplyQ))
-		return
+		return nil
 	}
 
 	var stopHB func()
@@ -656,9 +702,10 @@ func (s *Server) handle(req *Request) {
 	}
 	if req.MsgID == "" {
 		pyjson.Release(result)
-		return
+		return err
 	}
 	s.reply(req, result, err, log)
+	return err
 }
 
 // dispatch runs the method with panic recovery.

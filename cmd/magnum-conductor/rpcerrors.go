@@ -27,3 +27,12 @@ func translateError(err error) error {
 	}
 	return exception.DBConnectionError(msg, err)
 }
+
+// retryCast picks the casts to return to their queue rather than drop: those
+// that failed because the database could not be reached (after
+// translateError), which another conductor, or this one a moment later,
+// can do. Python's conductor loses them.
+func retryCast(err error) bool {
+	var e *exception.Error
+	return errors.As(err, &e) && e.Module == exception.ModuleOsloDB && e.Class == "DBConnectionError"
+}

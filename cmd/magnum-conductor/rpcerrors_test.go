@@ -24,11 +24,17 @@ func TestLostDatabaseIsDBConnectionError(t *testing.T) {
 			t.Errorf("%v became %#v", err, translateError(err))
 		}
 	}
+	if !retryCast(translateError(lost)) {
+		t.Error("a cast that lost the database is not retried")
+	}
 	notFound := exception.ClusterNotFound("x")
 	plain := errors.New("driver said no")
 	for _, err := range []error{notFound, plain} {
 		if got := translateError(err); got != err {
 			t.Errorf("%v became %v", err, got)
+		}
+		if retryCast(translateError(err)) {
+			t.Errorf("a cast failing with %v would be retried", err)
 		}
 	}
 }

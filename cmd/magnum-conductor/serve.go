@@ -170,7 +170,8 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{err}
 	}
 
-	server, err := oslo.NewServer(osloOpts, oslo.ServerOptions{GracePeriod: cfg.Conductor.ShutdownGracePeriod, TranslateError: translateError},
+	server, err := oslo.NewServer(osloOpts, oslo.ServerOptions{GracePeriod: cfg.Conductor.ShutdownGracePeriod,
+		TranslateError: translateError, RetryCast: retryCast},
 		oslo.Target{Topic: cfg.Conductor.Topic}, disp, log.With("component", "rpc"))
 	if err != nil {
 		return &startError{fmt.Errorf("rpc server: %w", err)}
