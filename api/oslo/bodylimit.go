@@ -208,10 +208,46 @@ type idScanner struct {
 	outer, inner jsonMembers
 }
 
-// scan reads p.
+// scan reads p. Runs of string content that no kept value needs (the
+// arguments, nearly all of a large body) are skipped a run at a time rather
+// than byte by byte.
 func (s *idScanner) scan(p []byte) {
-	for _, b := range p {
-		s.outer.feed(b, &s.inner)
+	for len(p) > 0 {
+		if run := s.outer.plainRun(p); run > 0 {
+			if s.outer.capture == memberMessage {
+				s.inner.feedPlain(p[:run])
+			}
+			p = p[run:]
+			continue
+		}
+		s.outer.feed(p[0], &s.inner)
+		p = p[1:]
+	}
+}
+
+// plainRun is how many bytes at the start of p are string content that
+// only needs skipping (or, for oslo.message, forwarding as it is): none of
+// them a quote or a backslash.
+func (m *jsonMembers) plainRun(p []byte) int {
+	if !m.inStr || m.esc != 0 || m.inKey || (m.capture >= memberMsgID && m.capture <= memberUniqueID) {
+		return 0
+	}
+	if i := bytes.IndexAny(p, "\\\""); i >= 0 {
+		return i
+	}
+	return len(p)
+}
+
+// feedPlain reads string content of the outer message that holds no quote
+// or backslash (so no escape, and nothing that ends a string of this one).
+func (m *jsonMembers) feedPlain(p []byte) {
+	for len(p) > 0 {
+		if run := m.plainRun(p); run > 0 {
+			p = p[run:]
+			continue
+		}
+		m.feed(p[0], nil)
+		p = p[1:]
 	}
 }
 
