@@ -315,12 +315,13 @@ func checkTracebackHasNoSourcePaths(t *testing.T, what string, err error) {
 // instead of MagnumException); other errors are left alone.
 func TestLiveTranslatedErrorReachesTheCaller(t *testing.T) {
 	e := newEnv(t)
+	logs := &lockedBuffer{}
 	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second, TranslateError: func(err error) error {
 		if err.Error() == "disk on fire" {
 			return exception.DBConnectionError("db: list clusters: connection refused", err)
 		}
 		return err
-	}}, Target{Topic: e.topic}, liveDispatcher(t, newRecorder(), nil), testLogger(t))
+	}}, Target{Topic: e.topic}, liveDispatcher(t, newRecorder(), nil), slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,6 +338,10 @@ func TestLiveTranslatedErrorReachesTheCaller(t *testing.T) {
 		t.Fatalf("got %#v", err)
 	}
 	checkTracebackHasNoSourcePaths(t, "plain_error", err)
+	if l := logs.String(); !strings.Contains(l, `level=ERROR msg="RPC method failed"`) ||
+		!strings.Contains(l, "class=oslo_db.exception.DBConnectionError") {
+		t.Errorf("the lost database is not an ERROR line:\n%s", l)
+	}
 	var rt *RemoteTraceback
 	_ = errors.As(err, &rt)
 	if last := rt.Lines[len(rt.Lines)-1]; last != "oslo_db.exception.DBConnectionError: db: list clusters: connection refused\n" {

@@ -688,7 +688,7 @@ func (s *Server) handle(req *Request) error {
 		var e *exception.Error
 		raised := errors.As(err, &e)
 		switch {
-		case raised && e.Module == exception.ModuleMagnum && e.Code >= 500:
+		case raised && (e.Module == exception.ModuleMagnum && e.Code >= 500 || e.Module == exception.ModuleOsloDB):
 			// A server-side failure (the database, a driver, a wrapped
 			// unexpected error), not an answer such as ClusterNotFound.
 			log.Error("RPC method failed", "class", e.Module+"."+e.Class, "error", logText(e.Message), "duration", time.Since(start).String())
