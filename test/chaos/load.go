@@ -330,11 +330,3 @@ func StatusCounts(rows map[string]Row) string {
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
 }
-
-// ctTemplate is a cluster template of a scenario.
-type ctTemplate = *objects.ClusterTemplate
-
-// contextWithTimeout is an admin request's context bounded by d.
-func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(AdminCtx(context.Background()), d)
-}

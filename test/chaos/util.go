@@ -1,14 +1,8 @@
 package chaos
 
 import (
-	"errors"
 	"net"
-	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/openstack/magnum-conductor/api/exception"
-	"github.com/openstack/magnum-conductor/db/dbtest"
 )
 
 func must(t testing.TB, err error) {
@@ -35,18 +29,4 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// asError is errors.As for an *exception.Error.
-func asError(err error, target **exception.Error) bool { return errors.As(err, target) }
-
-// countOf counts the occurrences of sub in s.
-func countOf(s, sub string) int { return strings.Count(s, sub) }
-
-// replaceAddr points a [database]/connection URL of the shared MariaDB at
-// addr (a proxy in front of it).
-func replaceAddr(url, addr string) string {
-	return strings.Replace(url, dbtest.MySQLAddr(), addr, 1)
 }
