@@ -104,6 +104,10 @@ health_polling_interval = 0
 		if t.Failed() {
 			t.Logf("conductor %s log (tail):\n%s", host, tail(c.Log(), 6000))
 		}
+		// CHAOS_LOGS=<dir> keeps every conductor's whole log.
+		if logs := os.Getenv("CHAOS_LOGS"); logs != "" {
+			_ = os.WriteFile(filepath.Join(logs, host+".log"), []byte(c.AllLogs()), 0o644)
+		}
 	})
 	return c
 }
