@@ -213,6 +213,13 @@ type BackendRequest struct {
 	// NodeGroups are, per nodegroup uuid, the size and version the back end
 	// converges to.
 	NodeGroups map[string]NodeGroupRequestState
+	// Behind, when true, says that the back end holds a desired state older
+	// than the one the request's rows describe, without saying which: a back
+	// end that records a fingerprint of the last request it accepted rather
+	// than the request itself (the simulated driver). Every change in
+	// progress then counts as not reached; TemplateID and NodeGroups are not
+	// compared. Report the values instead where the back end holds them.
+	Behind bool
 }
 
 // NodeGroupRequestState is what the back end has been asked for one
@@ -285,13 +292,16 @@ type ResizeRequest struct {
 // UpgradeRequest is UpgradeCluster's request. ClusterRequest holds the
 // cluster, its template and its nodegroups as they are (in
 // UPDATE_IN_PROGRESS); NewTemplate is the template to upgrade to and
-// NodeGroup the nodegroup the upgrade was asked for. Once the driver
-// accepted the upgrade, the conductor records it: when NodeGroup is a
-// default nodegroup (or nil) the cluster moves to NewTemplate (its
-// cluster_template_id and kube_tag label) and every nodegroup gets the new
-// kube_tag as version and the template's image; otherwise only NodeGroup
-// does. A driver that cannot upgrade as asked answers NotSupported before it
-// changes anything: the conductor then leaves every status as it was.
+// NodeGroup the nodegroup the upgrade was asked for. The conductor records
+// the upgrade in the database with its claim, before the call (so that the
+// status sync judges the upgrade only once the back end shows it): when
+// NodeGroup is a default nodegroup (or nil) the cluster moves to
+// NewTemplate (its cluster_template_id and kube_tag label) and every
+// nodegroup gets the new kube_tag as version and the template's image;
+// otherwise only NodeGroup does. Observe therefore sees the rows upgraded
+// (Observation.Request tells whether the back end holds it). A driver that
+// cannot upgrade as asked answers NotSupported before it changes anything:
+// the conductor then puts the rows back as they were, statuses included.
 type UpgradeRequest struct {
 	ClusterRequest
 	NewTemplate  *objects.ClusterTemplate
