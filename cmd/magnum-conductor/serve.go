@@ -129,7 +129,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	handlers, err := conductor.New(conductor.Deps{
 		Store: store, Certs: certs, Drivers: registry, Notifications: events,
 		Log:           log.With("component", "handlers"),
-		DriverTimeout: driverCallTimeout,
+		DriverTimeout: driverTimeout(cfg),
 		Timeouts:      statusTimeouts(cfg),
 		Lifetime:      runCtx,
 	})
@@ -153,7 +153,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		}
 	}()
 
-	runner, err := buildPeriodic(cfg, store, registry, events, certs, metrics, log)
+	runner, err := buildPeriodic(cfg, store, registry, events, certs, handlers, metrics, log)
 	if err != nil {
 		return &startError{err}
 	}

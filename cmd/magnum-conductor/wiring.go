@@ -48,9 +48,29 @@ func startDrivers(ctx context.Context, registry *drivers.Registry, log *slog.Log
 // create_timeout times out after [cluster_heat]/create_timeout, as Magnum's
 // Heat poller does; updates and deletions have none of the conductor's own
 // (a driver may enforce its own, as the Cluster API driver does its
-// delete_timeout).
+// delete_timeout). An operation interrupted before its driver call is
+// resumed after [conductor]/interrupted_operation_timeout (by default the
+// driver-call deadline plus one sync interval: a handler still running has
+// given up its driver call by then), interrupted_operation_attempts times.
 func statusTimeouts(cfg *config.Config) statusmachine.Timeouts {
-	return statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout}
+	resume := cfg.Conductor.InterruptedOperationTimeout
+	if resume <= 0 {
+		resume = driverTimeout(cfg) + syncInterval
+	}
+	return statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout, Resume: resume,
+		ResumeAttempts: cfg.Conductor.InterruptedOperationAttempts}
+}
+
+// syncInterval is sync_cluster_status' spacing (Magnum's fixed 10 s).
+const syncInterval = 10 * time.Second
+
+// driverTimeout bounds every driver call of an RPC handler or a
+// resumption: [conductor]/driver_call_timeout.
+func driverTimeout(cfg *config.Config) time.Duration {
+	if t := cfg.Conductor.DriverCallTimeout; t > 0 {
+		return t
+	}
+	return driverCallTimeout
 }
 
 // heartbeatInterval is the spacing of update_magnum_service. Magnum's task
@@ -67,7 +87,7 @@ func heartbeatInterval(cfg *config.Config) time.Duration {
 
 // buildPeriodic wires Magnum's three periodic tasks into one runner.
 func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Registry, events *conductor.Notifications,
-	certs *certmanager.Manager, metrics *periodic.Metrics, log *slog.Logger) (*periodic.Runner, error) {
+	certs *certmanager.Manager, handlers *conductor.Handlers, metrics *periodic.Metrics, log *slog.Logger) (*periodic.Runner, error) {
 	plog := log.With("component", "periodic")
 	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: 0.05}, plog, metrics)
 
@@ -99,7 +119,10 @@ func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Regist
 		Store: store, Drivers: registry, Notifier: events, Certs: certs,
 		Sharder: membership, Log: plog, Metrics: metrics,
 	}
-	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg)}, deps)
+	if handlers != nil {
+		deps.Resumer = handlers
+	}
+	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg), Spacing: syncInterval}, deps)
 	if err != nil {
 		return nil, err
 	}
