@@ -442,8 +442,9 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 		return matches(failList, op) || (kind != "" && matches(failList, strings.ToLower(kind)))
 	}
 
-	if c.Status == objects.DeleteInProgress {
-		// The whole cluster goes: its nodegroups with it.
+	if c.Status == objects.DeleteInProgress || (cok && cop == OpDelete) {
+		// The whole cluster goes: its nodegroups with it. Once gone, the
+		// back end holds nothing for it, whatever the rows say.
 		switch {
 		case !done:
 			obs.Phase = drivers.PhaseInProgress
@@ -451,6 +452,7 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 			obs.Phase, obs.Reason = drivers.PhaseFailed, "simulated delete failure"
 		default:
 			obs.Phase, obs.Reason = drivers.PhaseGone, "simulated delete completed"
+			obs.Request = &drivers.BackendRequest{}
 		}
 		return obs, nil
 	}
@@ -516,10 +518,15 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 // before there were any: not reported); not Exists without any simulated
 // stack_id.
 func backendRequest(req drivers.ClusterRequest) (*drivers.BackendRequest, stack) {
+	rows := desiredOf(req)
+	fp := rows.fingerprint()
 	var last stack
 	found := false
 	for _, s := range append([]*string{req.Cluster.StackID}, stackIDs(req.NodeGroups)...) {
-		if st, ok := parseStack(s); ok && (!found || st.start.After(last.start)) {
+		st, ok := parseStack(s)
+		// The newest wins; of two as new (a clock that did not move), the
+		// one that matches the rows.
+		if ok && (!found || st.start.After(last.start) || st.start.Equal(last.start) && st.fp == fp) {
 			last, found = st, true
 		}
 	}
@@ -530,8 +537,7 @@ func backendRequest(req drivers.ClusterRequest) (*drivers.BackendRequest, stack)
 		return nil, last
 	}
 	held := &drivers.BackendRequest{Exists: true, Deleting: last.op == OpDelete}
-	rows := desiredOf(req)
-	if rows.fingerprint() != last.fp {
+	if fp != last.fp {
 		held.Behind = true
 		return held, last
 	}
