@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -10,25 +10,31 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
-	"github.com/openstack/magnum-conductor/drivers/simulated"
 	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
-// buildDrivers lists the drivers this binary ships, explicitly: the
-// simulated driver when [simulated_driver]/enabled, and the Cluster API
-// driver. [drivers]/disabled_drivers removes any of them.
-func buildDrivers(cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
+// buildDrivers builds the drivers of the binary's factories (Main's
+// arguments; magnum-conductor's are the simulated driver, when
+// [simulated_driver]/enabled, and the Cluster API driver, when
+// configured). [drivers]/disabled_drivers removes any of them.
+func buildDrivers(ctx context.Context, st startup, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
+	env := DriverEnv{
+		Config: cfg,
+		Options: func(group string, into any) error {
+			return config.LoadGroup(st.files, st.dirs, group, into)
+		},
+		Log: log, Certs: certs, Keystone: keystoneOf(cfg), Lookup: store,
+	}
 	var ds []drivers.Driver
-	if cfg.SimulatedDriver.Enabled {
-		ds = append(ds, simulated.New(simulated.Options{Delay: cfg.SimulatedDriver.OperationDelay}))
-	}
-	capiDriver, err := newCAPIDriver(cfg, certs, store, log.With("component", "capi"))
-	if err != nil {
-		return nil, err
-	}
-	if capiDriver != nil {
-		ds = append(ds, capiDriver)
+	for _, f := range st.drivers {
+		d, err := f(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			ds = append(ds, d)
+		}
 	}
 	return drivers.NewRegistry(cfg.Drivers.DisabledDrivers, ds...)
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{fmt.Errorf("certificate manager: %w", err)}
 	}
 
-	registry, err := buildDrivers(cfg, certs, store, log)
+	registry, err := buildDrivers(ctx, st, cfg, certs, store, log)
 	if err != nil {
 		return &startError{fmt.Errorf("drivers: %w", err)}
 	}
