@@ -8,6 +8,11 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # The test-only Kubernetes API server (full kube-apiserver with etcd) is its
 # own module: k8s.io/kubernetes stays out of the product's go.mod.
 KUBEAPISERVER := test/kubeapiserver
+# An out-of-tree cluster driver with its own conductor binary, in its own
+# module (a replace points it at this repository): built and tested with the
+# rest, so that the driver contract and package service keep working for
+# outside drivers.
+EXAMPLE := examples/outoftree
 
 .PHONY: help build run test race unit bench lint services sample clean
 
@@ -27,6 +32,9 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 	@echo "building the test Kubernetes API server ($(KUBEAPISERVER); minutes on a cold build cache)"
 	$(GO) build -C $(KUBEAPISERVER) -o /dev/null .
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
+	@echo "the out-of-tree example driver and its conductor binary ($(EXAMPLE))"
+	$(GO) vet -C $(EXAMPLE) ./...
+	$(GO) test -C $(EXAMPLE) -race $(GOTESTFLAGS) ./...
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
 	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
 
@@ -51,7 +59,9 @@ lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; con
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) vet -C $(KUBEAPISERVER) ./...
+	$(GO) vet -C $(EXAMPLE) ./...
 	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) -C $(EXAMPLE) run $(STATICCHECK) ./...
 
 services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
 	bash .ci/services
