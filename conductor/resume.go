@@ -35,12 +35,13 @@ import (
 // them: stack_ids, the observation a driver returns, and on a driver error
 // the operation's failure with its notification. A driver that is not
 // ready (drivers.ErrNotReady) fails nothing: the note says so, and the next
-// attempt comes after the bound.
+// attempt comes after the bound; nor does ctx ending (the conductor stops).
+// Each driver call is bounded by Deps.DriverTimeout, not by ctx's deadline
+// alone: give it a context that lives as long as the conductor.
 func (h *Handlers) Resume(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, r sm.Resume) error {
 	uuid := objects.Deref(c.UUID)
 	log := h.log.With("method", "resume", "cluster_uuid", uuid, "status", c.Status, "attempt", r.Attempt,
 		"attempts", r.Of)
-	ctx = context.WithoutCancel(ctx)
 	claimed, rows, err := h.claimResume(ctx, c, ngs, r.Note)
 	if err != nil {
 		if errors.Is(err, clusterstate.ErrStale) {
@@ -65,6 +66,12 @@ func (h *Handlers) Resume(ctx context.Context, c *objects.Cluster, ngs []*object
 			}
 			if errors.Is(err, clusterstate.ErrStale) {
 				log.Info("the cluster changed during the resumption; left to what changed it", "error", err)
+				return err
+			}
+			if ctx.Err() != nil {
+				// The conductor stops: the next attempt comes after the
+				// bound, from this conductor or another.
+				log.Warn("the conductor stopped during the resumption; it is resumed again later", "error", err)
 				return err
 			}
 			return rs.fail(ctx, call, err)

@@ -143,7 +143,7 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 		defer j.inflight.release(uuid)
 		cctx, cancel := context.WithTimeout(ctx, j.o.ClusterTimeout)
 		defer cancel()
-		if stage, err := j.syncOne(cctx, c, nodegroups[uuid], &templates); err != nil {
+		if stage, err := j.syncOne(cctx, ctx, c, nodegroups[uuid], &templates); err != nil {
 			j.d.Metrics.failure(j.Name(), stage)
 			if errors.Is(err, drivers.ErrNotReady) { // the driver logs its own retries
 				j.d.Log.Debug("cluster status sync waits for its driver", "cluster_uuid", uuid, "error", err)
@@ -186,7 +186,10 @@ func observeRequest(c *objects.Cluster, ct *objects.ClusterTemplate, ngs []*obje
 	return req
 }
 
-func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
+// syncOne judges one cluster under ctx (the cycle's per-cluster bound); a
+// resumption runs under cycle (the cycle's own context: it makes driver
+// calls under the driver-call deadline, and stops with the conductor).
+func (j *SyncClusterStatus) syncOne(ctx, cycle context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			stage, err = "panic", fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -201,7 +204,7 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 				return "db", err
 			}
 		case d.Resume != nil:
-			return j.resume(ctx, c, ngs, d)
+			return j.resume(cycle, c, ngs, d)
 		case d.Cluster != nil:
 			// An interrupted create whose resumptions are spent.
 			return j.record(ctx, c, ngs, d)
@@ -232,7 +235,7 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 		d = statusmachine.Decide(in)
 	}
 	if d.Resume != nil {
-		return j.resume(ctx, c, ngs, d)
+		return j.resume(cycle, c, ngs, d)
 	}
 	j.d.Log.Debug("cluster observed", "cluster_uuid", uuid, "status", c.Status, "phase", string(obs.Phase),
 		"decided_status", d.Cluster.Status)
@@ -250,9 +253,7 @@ func (j *SyncClusterStatus) resume(ctx context.Context, c *objects.Cluster, ngs 
 	if j.d.Resumer == nil {
 		return "", nil
 	}
-	// The resumption makes driver calls under the conductor's driver-call
-	// deadline, not this cycle's per-cluster bound.
-	if err := j.d.Resumer.Resume(context.WithoutCancel(ctx), c, ngs, *d.Resume); err != nil {
+	if err := j.d.Resumer.Resume(ctx, c, ngs, *d.Resume); err != nil {
 		if errors.Is(err, clusterstate.ErrStale) {
 			return "", nil
 		}
