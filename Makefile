@@ -44,7 +44,7 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 # The packages whose tests run the conductor's code in process (the end-to-end
 # and interop tests start the built binaries, which the race detector does not
 # see into).
-RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/...
+RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/... ./service/...
 
 race: ## the in-process tests again under the race detector (CI runs it after `make test`)
 	$(GO) test -race $(GOTESTFLAGS) $(RACEPKGS)
