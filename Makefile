@@ -53,7 +53,7 @@ lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; con
 	$(GO) vet -C $(KUBEAPISERVER) ./...
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
+services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once)
 	bash .ci/services
 
 sample: ## regenerate etc/magnum/magnum.conf.sample
