@@ -9,7 +9,7 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # own module: k8s.io/kubernetes stays out of the product's go.mod.
 KUBEAPISERVER := test/kubeapiserver
 
-.PHONY: help build run test race unit bench lint services sample clean
+.PHONY: help build run test race unit bench lint services sample clean apihost-deb interop-nightly
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; con
 
 services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once)
 	bash .ci/services
+
+apihost-deb: ## build bin/python3-magnum-conductor-go_*.deb, the Go drivers' entry points for magnum-api hosts (apihost/)
+	bash apihost/build-deb $(BIN)
 
 sample: ## regenerate etc/magnum/magnum.conf.sample
 	$(GO) run ./config/gen > etc/magnum/magnum.conf.sample
