@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""Drives a conductor exactly as magnum-api 15.0.1 does, and prints what it saw.
+"""Drives a conductor exactly as magnum-api does, and prints what it saw.
+
+It runs under either Python release the tests use as a peer (15.0.1 on the
+host, 23.0.0 in the sid chroot), with that release's client code.
 
 It uses Magnum's own client code: the objects with MagnumObjectIndirectionAPI
 (what the `magnum-api` binary switches on), and magnum.conductor.api.API for
@@ -327,11 +330,48 @@ def scenario_lifecycle(ctx, seed):
         api, ctx, cl.uuid, ct2))
 
     emit('federation_create', lambda: api.federation_create(None, 1))
+    scenario_unsupported(ctx, api, seed)
     emit('cluster_delete_missing', lambda: api.cluster_delete(ids(seed, 97)))
     emit('cluster_delete_async', lambda: api.cluster_delete_async(cl.uuid))
     emit('wait_deleted', lambda: wait_status(ctx, cl.uuid, 'GONE'))
     ct.destroy()
     ct2.destroy()
+
+
+def scenario_unsupported(ctx, api, seed):
+    """A cluster whose template no registered driver serves: the create
+    (a cast) fails the cluster with the driver lookup's message as its
+    status_reason, and a delete (a call) raises the lookup's exception.
+    From 23.0.0 on, a template may name its driver: one that names no
+    registered driver gets ClusterDriverNotSupported."""
+    cases = [('unsupported_type', 21, {'cluster_distro': 'plan9'})]
+    if 'driver' in objects.ClusterTemplate.fields:
+        cases.append(('unregistered_driver', 23,
+                      {'cluster_distro': 'simulated', 'driver': 'k8s_nope'}))
+    for name, n, fields in cases:
+        ct = objects.ClusterTemplate(
+            ctx, uuid=ids(seed, n), name='ut-%s-%s' % (name, seed),
+            project_id=ctx.project_id, user_id=ctx.user_id,
+            coe='kubernetes', server_type='vm', image_id='img',
+            flavor_id='m1.small', master_flavor_id='m1.medium',
+            docker_volume_size=5, labels={}, public=False,
+            tls_disabled=False, registry_enabled=False, **fields)
+        ct.create()
+        cl = objects.Cluster(ctx, uuid=ids(seed, n + 1),
+                             name='uc-%s-%s' % (name, seed),
+                             project_id=ctx.project_id, user_id=ctx.user_id,
+                             cluster_template_id=ct.uuid, keypair='kp',
+                             docker_volume_size=5, labels={},
+                             master_flavor_id='m1.medium',
+                             flavor_id='m1.small', create_timeout=60,
+                             floating_ip_enabled=True,
+                             master_lb_enabled=False)
+        emit('cluster_create_' + name,
+             lambda: api.cluster_create_async(cl, 1, 1, 60))
+        emit('wait_create_failed_' + name, lambda: wait_until(
+            ctx, cl.uuid, lambda c, ngs: [c.status, c.status_reason]
+            if c.status == 'CREATE_FAILED' else None))
+        emit('cluster_delete_' + name, lambda: api.cluster_delete(cl.uuid))
 
 
 def refuse_upgrade(api, ctx, cluster_uuid, template):
