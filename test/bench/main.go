@@ -130,7 +130,8 @@ func run(ctx context.Context, o options) error {
 	}
 	defer admin.Close()
 	py := &server{label: "python", exchange: randomName("bench_py_x_"), topic: randomName("bench_py_topic_")}
-	py23 := &server{label: labelPython2026, exchange: randomName("bench_py23_x_"), topic: randomName("bench_py23_topic_")}
+	py23 := &server{label: labelPython2026, exchange: randomName("bench_py23_x_"), topic: randomName("bench_py23_topic_"),
+		versions: versions2026()}
 	ours := &server{label: "ours", exchange: randomName("bench_go_x_"), topic: randomName("bench_go_topic_")}
 	// Stop every server on every way out (error, SIGINT, deadline).
 	defer ours.stop()
@@ -220,6 +221,20 @@ func run(ctx context.Context, o options) error {
 		logf("%s: seeded in %.1fs", s.label, time.Since(t0).Seconds())
 	}
 
+	if rep.Python2026 != nil {
+		// Ours' Cluster.list as 2026.2 asks for it, for the 23.0.0 rows.
+		as2026 := *ours
+		as2026.versions = versions2026()
+		raw, err := listRaw(ctx, &as2026)
+		if err != nil {
+			return err
+		}
+		if n := countClusters(raw); n != o.clusters {
+			return fmt.Errorf("ours: Cluster.list as 2026.2 asks holds %d clusters, want %d", n, o.clusters)
+		}
+		rep.OursListBytes2026 = len(raw)
+	}
+
 	// Memory after seeding, and idle memory once start-up has settled (ours
 	// gives back its start-up pages 15 s after it serves): both servers up,
 	// seeded, nothing in flight.
@@ -287,6 +302,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	// oursAs2026 is ours reached with 2026.2's calls (the same process).
+	oursAs2026 := *ours
+	oursAs2026.versions = versions2026()
 	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
 		logf("%s: %s, %d callers", s.label, name, callers)
 		c0 := procstat.CPU(s.pid())
@@ -307,6 +325,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	list := func(s *server) func(context.Context) error {
+		// Cluster.list as magnum-api sends it (2026.2's call when
+		// s.versions is set).
 		return func(ctx context.Context) error {
 			got, err := listClustersFast(ctx, s)
 			if err == nil && got != o.clusters {
@@ -352,6 +372,13 @@ func run(ctx context.Context, o options) error {
 				k := key{s.label, "list", n}
 				rounds[k] = append(rounds[k], cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, list(s)))
 			}
+			if rep.Python2026 != nil {
+				// Ours again, called as magnum-api 2026.2 calls it, for
+				// the 23.0.0 rows.
+				k := key{"ours", "list2026", n}
+				rounds[k] = append(rounds[k], cell(fmt.Sprintf("Cluster.list of %d as 2026.2 asks", o.clusters),
+					&oursAs2026, n, list(&oursAs2026)))
+			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -369,6 +396,9 @@ func run(ctx context.Context, o options) error {
 			side := rep.side(s.label)
 			side.Ping = append(side.Ping, load.Combine(rounds[key{s.label, "ping", n}]))
 			side.List = append(side.List, load.Combine(rounds[key{s.label, "list", n}]))
+		}
+		if rep.Python2026 != nil {
+			rep.OursList2026 = append(rep.OursList2026, load.Combine(rounds[key{"ours", "list2026", n}]))
 		}
 	}
 	for _, s := range servers {

@@ -49,11 +49,15 @@ type report struct {
 	Ours         sideResult `json:"ours"`
 	// Python2026 is Magnum 23.0.0's (2026.2) conductor from the sid
 	// chroot, in its own rows (nil when it did not run).
-	Python2026       *sideResult   `json:"python_2026_2,omitempty"`
-	Python2026Schema string        `json:"python_2026_2_alembic_revision,omitempty"`
-	Raw              []load.Result `json:"raw_amqp_confirms"`
-	RawNoConfirm     []load.Result `json:"raw_amqp_no_confirms"`
-	RawOsloWire      []load.Result `json:"raw_amqp_oslo_wire"`
+	Python2026       *sideResult `json:"python_2026_2,omitempty"`
+	Python2026Schema string      `json:"python_2026_2_alembic_revision,omitempty"`
+	// OursList2026 is ours' Cluster.list called as magnum-api 2026.2 calls
+	// it (object_class_action_versions, Cluster 1.24), beside Python2026's.
+	OursList2026      []load.Result `json:"ours_list_2026_2,omitempty"`
+	OursListBytes2026 int           `json:"ours_list_bytes_2026_2,omitempty"`
+	Raw               []load.Result `json:"raw_amqp_confirms"`
+	RawNoConfirm      []load.Result `json:"raw_amqp_no_confirms"`
+	RawOsloWire       []load.Result `json:"raw_amqp_oslo_wire"`
 	// RawListWire is RawOsloWire answering with one of ours' Cluster.list
 	// replies (ListReplyBytes long): the ceiling of Cluster.list for any
 	// server, before any database work or JSON.
@@ -127,7 +131,7 @@ func (r *report) errors() int {
 	rss := [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire, r.RawListQuery}
 	if p := r.Python2026; p != nil {
 		n += p.Create.Errors + p.Create.Failed
-		rss = append(rss, p.Ping, p.List)
+		rss = append(rss, p.Ping, p.List, r.OursList2026)
 	}
 	for _, rs := range rss {
 		for _, x := range rs {
@@ -276,7 +280,8 @@ func (r *report) table2026(p *sideResult, errors int) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\nMagnum 23.0.0 (2026.2), Debian sid's python3-magnum in the chroot of make services, the same "+
 		"run_conductor.py (no trust step exists there; the zero-delay driver is its `simulated` entry point), "+
-		"schema at alembic %s, run after ours in every round:\n\n", r.Python2026Schema)
+		"schema at alembic %s, run after ours in every round; Cluster.list is called as magnum-api 2026.2 calls it "+
+		"(object_class_action_versions with Cluster 1.24, ClusterTemplate 1.21), of both:\n\n", r.Python2026Schema)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tpython 23.0.0\tours\tours/python 23.0.0\t")
 	for i, x := range p.Ping {
@@ -286,14 +291,14 @@ func (r *report) table2026(p *sideResult, errors int) string {
 		}
 	}
 	for i, x := range p.List {
-		if i < len(r.Ours.List) {
-			o := r.Ours.List[i]
+		if i < len(r.OursList2026) {
+			o := r.OursList2026[i]
 			fmt.Fprintf(tw, "Cluster.list (%d clusters), %d callers\t%s\t%s\t%s\t\n", r.Clusters, o.Callers, rate(x), rate(o),
 				ratio(o.PerSec, x.PerSec))
 		}
 	}
-	fmt.Fprintf(tw, "Cluster.list result size (bytes)\t%d\t%d\t%s\t\n", p.ListBytes, r.Ours.ListBytes,
-		ratio(float64(r.Ours.ListBytes), float64(p.ListBytes)))
+	fmt.Fprintf(tw, "Cluster.list result size (bytes)\t%d\t%d\t%s\t\n", p.ListBytes, r.OursListBytes2026,
+		ratio(float64(r.OursListBytes2026), float64(p.ListBytes)))
 	pc, oc := p.Create, r.Ours.Create
 	fmt.Fprintf(tw, "cluster_create → CREATE_COMPLETE (%d casts)\t%.2f clusters/s (%.1f s)\t%.2f clusters/s (%.1f s)\t%s\t\n",
 		r.Creates, pc.PerSec, pc.Seconds, oc.PerSec, oc.Seconds, ratio(oc.PerSec, pc.PerSec))

@@ -132,7 +132,8 @@ func TestListReplyIsOslosEnvelope(t *testing.T) {
 // ours over it, and its errors count in the run's.
 func TestTableHasMagnum2026Rows(t *testing.T) {
 	r := &report{Clusters: 100, Creates: 50, Python2026Schema: "rev23",
-		Ours: sideResult{Ping: []load.Result{{Callers: 1, PerSec: 1500}}, List: []load.Result{{Callers: 1, PerSec: 400}}}}
+		Ours:         sideResult{Ping: []load.Result{{Callers: 1, PerSec: 1500}}, List: []load.Result{{Callers: 1, PerSec: 300}}},
+		OursList2026: []load.Result{{Callers: 1, PerSec: 400}}}
 	r.side(labelPython2026).Ping = []load.Result{{Callers: 1, PerSec: 500}}
 	r.side(labelPython2026).List = []load.Result{{Callers: 1, PerSec: 40, Errors: 2}}
 	table := r.table()
