@@ -5,6 +5,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 )
 
@@ -84,11 +85,11 @@ func (r certRefs) list() []string {
 // cluster UPDATE_IN_PROGRESS with the new references. Unlike Magnum it
 // notifies update/pending before the driver (success comes from the
 // periodic sync, as for every update), deletes the old certificates once
-// the driver accepted the new ones, and on a driver failure keeps the old
-// references and deletes the new certificates (but keeps both sets when
-// the driver call was given up on, or the driver accepted the new CAs and
-// they could not be recorded). A failure sets UPDATE_FAILED with the
-// reason and notifies update/failure.
+// the driver accepted the new ones and they are recorded, and on a driver
+// failure keeps the old references and deletes the new certificates (but
+// keeps both sets when the driver call was given up on, or the driver
+// accepted the new CAs and they could not be recorded yet). A failure sets
+// UPDATE_FAILED with the reason and notifies update/failure.
 func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) (*objects.Cluster, error) {
 	if err := requireCluster(c); err != nil {
 		return nil, err
@@ -100,37 +101,46 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 		return nil, h.refuse(ctx, log, ActionUpdate, "Updating", c, c.Status)
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus(), func(cur string) error {
-		return h.refuse(ctx, log, ActionUpdate, "Updating", c, cur)
+	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		return h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus())
 	}); err != nil {
+		if r := asRefusal(err); r != nil {
+			return nil, h.refused(ctx, log, ActionUpdate, "Updating", c, r)
+		}
+		log.Error("cannot claim the cluster", "error", err)
 		return nil, err
 	}
+	claimed := objects.Clone(c)
 	old := refsOf(c)
 	var fresh *certRefs
 	fail := func(err error) (*objects.Cluster, error) {
-		cctx, cancel := h.cleanupCtx(ctx)
-		defer cancel()
 		log.Error("CA rotation failed", "error", err)
-		fc := h.freshCluster(cctx, log, c, uuid, err)
+		failed := objects.Clone(claimed)
 		if fresh != nil {
-			old.setOn(fc)
 			if abandoned(err) {
 				// The driver may still be rolling the new CAs out: deleting
 				// them could leave the cluster with CAs nobody holds.
 				log.Warn("driver call given up on; the new certificates are kept, the old ones stay recorded",
 					"new_refs", fresh.list())
 			} else {
+				cctx, cancel := h.cleanupCtx(ctx)
 				h.certs.DeleteRefs(cctx, uuid, fresh.list())
+				cancel()
 			}
 		}
-		fc.Status = objects.UpdateFailed
-		fc.StatusReason = objects.Str(err.Error())
-		h.finishCluster(cctx, log, fc, objects.UpdateInProgress)
-		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, fc)
+		old.setOn(failed)
+		failed.Status = objects.UpdateFailed
+		failed.StatusReason = objects.Str(err.Error())
+		_ = h.persist(ctx, log, objects.UpdateFailed, func(ctx context.Context, b *batch) error {
+			return b.cluster(ctx, failed, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()})
+		})
+		cctx, cancel := h.cleanupCtx(ctx)
+		defer cancel()
+		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, failed)
 		return nil, err
 	}
 	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
-	d, _, err := h.driverFor(ctx, c)
+	d, ct, ngs, err := h.opDriver(ctx, log, c)
 	if err != nil {
 		return fail(err)
 	}
@@ -138,29 +148,46 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	if !ok {
 		return fail(exception.NotSupportedMessage("'rotate_ca_certificate' is not supported by this driver."))
 	}
-	oldList, err := h.certs.RotateForCluster(ctx, c)
+	rotated := objects.Clone(c)
+	oldList, err := h.certs.RotateForCluster(ctx, rotated)
 	if err != nil {
-		old.setOn(c)
 		return fail(err)
 	}
-	n := refsOf(c)
+	n := refsOf(rotated)
 	fresh = &n
-	if err := h.callDriver(ctx, log, "rotate_ca_certificate", func(ctx context.Context) error {
-		return rot.RotateCACertificate(ctx, c)
+	req := clusterRequest(rotated, ct, ngs)
+	res, err := h.callDriver(ctx, log, "rotate_ca_certificate", func(ctx context.Context) (drivers.Result, error) {
+		return rot.RotateCACertificate(ctx, req)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if res.StackID != "" {
+		rotated.StackID = objects.Str(res.StackID)
+	}
+	// The driver accepted the new CAs: they are the cluster's now, whether
+	// or not the row says so yet. The old ones go once it does.
+	recorded := false
+	if err := h.persistThen(ctx, log, "new certificate references", func(ctx context.Context, b *batch) error {
+		return b.cluster(ctx, rotated, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()})
+	}, func(ctx context.Context) {
+		recorded = true
+		h.certs.DeleteRefs(ctx, uuid, oldList)
 	}); err != nil {
-		return fail(err)
+		log.Error("the driver rotated the CAs but the new references are not recorded yet; both certificate sets are "+
+			"kept until they are", "new_refs", fresh.list(), "old_refs", oldList, "error", err)
+		return nil, err
 	}
-	c.Status = objects.UpdateInProgress
-	c.StatusReason = nil
-	if err := h.store.SaveCluster(ctx, c); err != nil {
-		// The driver accepted the new CAs: they are the cluster's now,
-		// whether or not the row says so. Neither set is deleted; the
-		// failed row is saved with the new references if it can be.
-		log.Error("the driver rotated the CAs but the new references could not be recorded; both certificate sets are kept",
-			"new_refs", fresh.list(), "old_refs", oldList, "error", err)
-		fresh = nil
-		return fail(err)
+	if !recorded {
+		// Another operation moved the cluster on: the old references may
+		// still be the row's.
+		log.Warn("the cluster changed during the rotation; both certificate sets are kept",
+			"new_refs", fresh.list(), "old_refs", oldList)
+		return c, nil
 	}
-	h.certs.DeleteRefs(ctx, uuid, oldList)
+	*c = *rotated
+	if decided := h.judge(ctx, log, uuid, res.Observation); decided != nil {
+		return decided, nil
+	}
 	return c, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
-	"github.com/openstack/magnum-conductor/db"
 )
 
 // Summary row sign_certificate, get_ca_certificate.
@@ -193,35 +192,37 @@ func TestPingConductorAnswersTrue(t *testing.T) {
 	}
 }
 
-// saveFailingStore fails every unconditional cluster save (the database
-// went away after the driver call).
-type saveFailingStore struct {
-	*db.Store
-}
-
-func (saveFailingStore) SaveCluster(context.Context, *objects.Cluster) error {
-	return errors.New("db: save cluster: invalid connection")
-}
-
-// TestRotateCACertificateKeepsBothSetsWhenTheRotationCannotBeRecorded:
-// once the driver accepted the new CAs they are the cluster's, so a
-// failure to record them deletes neither set; the failed row carries the
-// new references.
-func TestRotateCACertificateKeepsBothSetsWhenTheRotationCannotBeRecorded(t *testing.T) {
+// TestRotateCACertificateKeepsBothSetsUntilTheRotationIsRecorded: once the
+// driver accepted the new CAs they are the cluster's; when the database is
+// away at that moment, neither set is deleted, the new references are
+// recorded as soon as it answers, and only then the old certificates go.
+func TestRotateCACertificateKeepsBothSetsUntilTheRotationIsRecorded(t *testing.T) {
 	e := newEnv(t)
+	flaky := &flakyStore{Store: e.store}
 	h := *e.h
-	h.store = saveFailingStore{e.store}
+	h.store = flaky
+	e.drv.onCall = func(string) { flaky.failNext(3) }
 	c := e.seed(e.ct, objects.CreateComplete, 1)
 	if _, err := h.RotateCACertificate(e.ctx, c); err == nil {
-		t.Fatal("no error")
+		t.Fatal("no error while the database is away")
 	}
-	if len(e.certs.deleted) != 0 {
-		t.Fatalf("deleted %v, want nothing deleted", e.certs.deleted)
+	e.certs.mu.Lock()
+	deleted := slices.Clone(e.certs.deleted)
+	e.certs.mu.Unlock()
+	if len(deleted) != 0 {
+		t.Fatalf("deleted %v before the new references were recorded", deleted)
 	}
+	h.WaitRetries()
 	row := e.cluster(*c.UUID)
-	if row.Status != objects.UpdateFailed || objects.Deref(row.CACertRef) != "ca-1" || objects.Deref(row.MagnumCertRef) != "client-1" {
-		t.Fatalf("row %s with refs %v %v, want UPDATE_FAILED with the new ones", row.Status, objects.Deref(row.CACertRef),
+	if row.Status != objects.UpdateInProgress || objects.Deref(row.CACertRef) != "ca-1" || objects.Deref(row.MagnumCertRef) != "client-1" {
+		t.Fatalf("row %s with refs %v %v, want UPDATE_IN_PROGRESS with the new ones", row.Status, objects.Deref(row.CACertRef),
 			objects.Deref(row.MagnumCertRef))
+	}
+	e.certs.mu.Lock()
+	deleted = slices.Clone(e.certs.deleted)
+	e.certs.mu.Unlock()
+	if !slices.Equal(deleted, []string{"ca-old", "client-old", "etcd-old", "fp-old"}) {
+		t.Fatalf("deleted %v, want the old set once the new one is recorded", deleted)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strconv"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -17,9 +19,11 @@ import (
 // ClusterCreate ports cluster_conductor.Handler.cluster_create: insert the
 // cluster (CREATE_IN_PROGRESS) and its default master and worker
 // nodegroups, generate the certificates, notify create/pending and start
-// the driver. Any failure after the insert ends in CREATE_FAILED with the
-// reason and a create/failure notification; a duplicate cluster changes
-// nothing.
+// the driver. The cluster is the status sync's once its stack_id, from the
+// driver's result (the cluster's uuid when the driver names none), is
+// stored: a create is complete only when its driver says so. Any failure
+// after the insert ends in CREATE_FAILED with the reason and a
+// create/failure notification; a duplicate cluster changes nothing.
 func (h *Handlers) ClusterCreate(ctx context.Context, c *objects.Cluster, masterCount, nodeCount int, createTimeout *int) (*objects.Cluster, error) {
 	if c == nil {
 		return nil, exception.InvalidParameterValue("cluster is required")
@@ -32,73 +36,127 @@ func (h *Handlers) ClusterCreate(ctx context.Context, c *objects.Cluster, master
 	}
 	c.Status = objects.CreateInProgress
 	c.StatusReason = nil
-	if err := h.store.CreateCluster(ctx, c); err != nil {
+	// A missing template fails the create after the insert, as in Magnum
+	// (CREATE_FAILED with the reason).
+	ct, ctErr := h.store.GetClusterTemplateByUUID(ctx, objects.Deref(c.ClusterTemplateID))
+	var master, worker *objects.NodeGroup
+	var ngErr error
+	// The cluster and its nodegroups exist together or not at all.
+	insert := func(withNodeGroups bool) error {
+		return h.inTx(ctx, func(ctx context.Context, b *batch) error {
+			cl := objects.Clone(c)
+			if err := h.store.CreateCluster(ctx, cl); err != nil {
+				return err
+			}
+			b.done = append(b.done, func() { *c = *cl })
+			if !withNodeGroups {
+				return nil
+			}
+			master = defaultNodeGroup(cl, ct, masterCount, true)
+			worker = defaultNodeGroup(cl, ct, nodeCount, false)
+			for _, ng := range []*objects.NodeGroup{master, worker} {
+				if err := b.createNodeGroup(ctx, ng); err != nil {
+					ngErr = err
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := insert(ctErr == nil)
+	if err != nil && ngErr != nil {
+		// The nodegroups could not be inserted (a leftover row holds a
+		// name): the cluster is recorded alone, failed, so that its user
+		// sees why.
+		err = insert(false)
+	}
+	if err != nil {
 		log.Error("cannot insert cluster", "error", err)
 		return nil, err
+	}
+	if ngErr != nil && ctErr == nil {
+		ctErr = ngErr
 	}
 	uuid := objects.Deref(c.UUID)
 	log = h.logger(ctx, "cluster_create", uuid)
 	log.Info("creating cluster", "master_count", masterCount, "node_count", nodeCount)
+	created := objects.Clone(c)
 
-	// The certificates' references, once generated: a driver call given
-	// up on leaves c to the driver, and the row reloaded in its place
-	// does not hold them yet. Without them on the failed row, the
-	// cluster's deletion could not find its certificates.
-	var refs certRefs
 	fail := func(err error) (*objects.Cluster, error) {
+		log.Error("cluster creation failed", "error", err)
+		failed := objects.Clone(c)
+		failed.Status = objects.CreateFailed
+		failed.StatusReason = objects.Str(err.Error())
+		_ = h.persist(ctx, log, objects.CreateFailed, func(ctx context.Context, b *batch) error {
+			return b.cluster(ctx, failed, db.ClusterCond{Status: []string{objects.CreateInProgress}, Read: created,
+				Fields: []string{"stack_id"}})
+		})
 		cctx, cancel := h.cleanupCtx(ctx)
 		defer cancel()
-		fc := h.freshCluster(cctx, log, c, uuid, err)
-		if fc != c && len(refs.list()) > 0 {
-			refs.setOn(fc)
-		}
-		fc.Status = objects.CreateFailed
-		fc.StatusReason = objects.Str(err.Error())
-		log.Error("cluster creation failed", "error", err)
-		h.finishCluster(cctx, log, fc, objects.CreateInProgress)
-		h.notify.ClusterEvent(cctx, ActionCreate, OutcomeFailure, fc)
+		h.notify.ClusterEvent(cctx, ActionCreate, OutcomeFailure, failed)
 		return nil, err
 	}
 
-	ct, err := h.store.GetClusterTemplateByUUID(ctx, objects.Deref(c.ClusterTemplateID))
-	if err != nil {
-		return fail(err)
-	}
-	master := defaultNodeGroup(c, ct, masterCount, true)
-	if err := h.store.CreateNodeGroup(ctx, master); err != nil {
-		return fail(err)
-	}
-	worker := defaultNodeGroup(c, ct, nodeCount, false)
-	if err := h.store.CreateNodeGroup(ctx, worker); err != nil {
-		return fail(err)
+	if ctErr != nil {
+		return fail(ctErr)
 	}
 	if err := h.certs.GenerateForCluster(ctx, c); err != nil {
 		return fail(err)
 	}
-	refs = refsOf(c)
+	// The references are recorded at once: a create interrupted from here
+	// on still knows its certificates.
+	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		return b.cluster(ctx, c, db.ClusterCond{Status: []string{objects.CreateInProgress}, Read: created,
+			Fields: []string{"stack_id"}})
+	}); err != nil {
+		return fail(err)
+	}
+	created = objects.Clone(c)
 	h.notify.ClusterEvent(ctx, ActionCreate, OutcomePending, c)
 	d, err := h.drivers.ForTemplate(ct)
 	if err != nil {
 		return fail(err)
 	}
-	timeout := 0
+	var timeout time.Duration
 	if createTimeout != nil {
-		timeout = *createTimeout
+		timeout = time.Duration(*createTimeout) * time.Minute
 	}
-	if err := h.callDriver(ctx, log, "create_cluster", func(ctx context.Context) error {
-		return d.CreateCluster(ctx, c, timeout)
-	}); err != nil {
+	req := drivers.CreateClusterRequest{ClusterRequest: clusterRequest(c, ct, []*objects.NodeGroup{master, worker}), Timeout: timeout}
+	res, err := h.callDriver(ctx, log, "create_cluster", func(ctx context.Context) (drivers.Result, error) {
+		return d.CreateCluster(ctx, req)
+	})
+	if err != nil {
 		return fail(err)
 	}
-	if err := h.store.SaveCluster(ctx, c); err != nil {
-		return fail(err)
+	c.StackID = objects.Str(res.StackID)
+	if res.StackID == "" {
+		// The stack_id marks the cluster as handed to its driver.
+		c.StackID = objects.Str(uuid)
 	}
+	var ngRead, ngNext []*objects.NodeGroup
 	for _, ng := range []*objects.NodeGroup{master, worker} {
-		ng.StackID = c.StackID
-		if err := h.store.SaveNodeGroup(ctx, ng); err != nil {
-			// The next sync_cluster_status copies it (periodic.healStackID).
-			log.Error("cannot copy stack_id to nodegroup; the status sync will", "nodegroup_uuid", ng.UUID, "error", err)
+		next := objects.Clone(ng)
+		next.StackID = c.StackID
+		ngRead, ngNext = append(ngRead, objects.Clone(ng)), append(ngNext, next)
+	}
+	// The stack_id is what the driver holds: it is recorded whatever
+	// happened to the cluster meanwhile (a delete must find it), and only
+	// a stack_id recorded before is not overwritten.
+	if err := h.persist(ctx, log, "stack_id", func(ctx context.Context, b *batch) error {
+		if err := b.cluster(ctx, c, db.ClusterCond{Read: created, Fields: []string{"stack_id"}}); err != nil {
+			return err
 		}
+		for i, next := range ngNext {
+			if err := b.nodegroup(ctx, next, db.NodeGroupCond{Read: ngRead[i], Fields: []string{"stack_id"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if decided := h.judge(ctx, log, uuid, res.Observation); decided != nil {
+		*c = *decided
 	}
 	return c, nil
 }
@@ -148,17 +206,22 @@ func orStr(a, b *string) *string {
 
 // defaultWorker returns the first default nodegroup whose role is not
 // master (Cluster.default_ng_worker).
-func (h *Handlers) defaultWorker(ctx context.Context, clusterUUID string) (*objects.NodeGroup, error) {
-	ngs, err := h.store.ListNodeGroups(ctx, clusterUUID, db.ListOpts{}, db.NodeGroupFilters{})
-	if err != nil {
-		return nil, err
-	}
+func defaultWorker(ngs []*objects.NodeGroup) (*objects.NodeGroup, error) {
 	for _, ng := range ngs {
 		if ng.IsDefault && ng.Role != objects.RoleMaster {
 			return ng, nil
 		}
 	}
 	return nil, exception.NodeGroupNotFound("default-worker")
+}
+
+// refused is refuse for a claim lost to the cluster's current status: the
+// notification shows the cluster as it is now.
+func (h *Handlers) refused(ctx context.Context, log *slog.Logger, action, verb string, c *objects.Cluster, r *refusal) error {
+	if r.current != nil {
+		*c = *r.current
+	}
+	return h.refuse(ctx, log, action, verb, c, r.status)
 }
 
 // refuse sends the failure notification of a guard refusal and returns
@@ -170,11 +233,42 @@ func (h *Handlers) refuse(ctx context.Context, log *slog.Logger, action, verb st
 	return err
 }
 
+// resultWrites stores what a driver's Result names on the cluster, under
+// the operation's claim (status expect, the claimed row unchanged).
+func resultWrites(c *objects.Cluster, res drivers.Result, expect string) func(ctx context.Context, b *batch) error {
+	claimed := objects.Clone(c)
+	return func(ctx context.Context, b *batch) error {
+		next := objects.Clone(claimed)
+		next.StackID = objects.Str(res.StackID)
+		if err := b.cluster(ctx, next, db.ClusterCond{Status: []string{expect}, Read: claimed,
+			Fields: db.ClusterGuardFields()}); err != nil {
+			return err
+		}
+		b.done = append(b.done, func() { *c = *next })
+		return nil
+	}
+}
+
+// finish records a successful driver call: its Result's stack_id, then
+// its observation. It returns the cluster to reply with.
+func (h *Handlers) finish(ctx context.Context, log *slog.Logger, c *objects.Cluster, res drivers.Result, expect string) (*objects.Cluster, error) {
+	if res.StackID != "" && res.StackID != objects.Deref(c.StackID) {
+		if err := h.persist(ctx, log, "stack_id", resultWrites(c, res, expect)); err != nil {
+			return nil, err
+		}
+	}
+	if decided := h.judge(ctx, log, objects.Deref(c.UUID), res.Observation); decided != nil {
+		return decided, nil
+	}
+	return c, nil
+}
+
 // ClusterUpdate ports cluster_conductor.Handler.cluster_update: resize the
 // default worker nodegroup through driver.update_cluster, or store only the
-// health fields. It returns nil (None) when nothing changed.
+// health fields. It returns nil (None) when nothing changed. The rollback
+// flag (Heat's) is accepted and ignored, as every driver does.
 func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCount int, healthStatus string,
-	healthStatusReason map[string]string, rollback bool) (*objects.Cluster, error) {
+	healthStatusReason map[string]string, _ bool) (*objects.Cluster, error) {
 	if err := requireCluster(c); err != nil {
 		return nil, err
 	}
@@ -183,7 +277,12 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 	if !contains(allowUpdateStatus(), c.Status) {
 		return nil, h.refuse(ctx, log, ActionUpdate, "Updating", c, c.Status)
 	}
-	worker, err := h.defaultWorker(ctx, uuid)
+	ngs, err := h.store.ListNodeGroups(ctx, uuid, db.ListOpts{}, db.NodeGroupFilters{})
+	if err != nil {
+		log.Error("cannot list the cluster's nodegroups", "error", err)
+		return nil, err
+	}
+	worker, err := defaultWorker(ngs)
 	if err != nil {
 		log.Error("cannot find the default worker nodegroup", "error", err)
 		return nil, err
@@ -195,6 +294,7 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 	c.HealthStatus = healthStatus
 	c.HealthStatusReason = healthStatusReason
 	if worker.NodeCount == int64(nodeCount) {
+		// Only the health columns are written: no status to guard.
 		if err := h.store.SaveCluster(ctx, c); err != nil {
 			log.Error("cannot save health status", "error", err)
 			return nil, err
@@ -206,49 +306,66 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 		log.Error("cluster_update refused", "error", err)
 		return nil, err
 	}
-	d, sm, err := h.driverAndScaleManager(ctx, log, c)
+	d, ct, err := h.driverFor(ctx, c)
 	if err != nil {
+		log.Error("cannot load the cluster's driver", "error", err)
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus(), func(cur string) error {
-		return h.refuse(ctx, log, ActionUpdate, "Updating", c, cur)
+	workerRead := objects.Clone(worker)
+	resized := objects.Clone(worker)
+	resized.NodeCount = int64(nodeCount)
+	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		if err := h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus()); err != nil {
+			return err
+		}
+		// The API read the worker's size before this update: another
+		// resize since then wins.
+		err := b.nodegroup(ctx, resized, db.NodeGroupCond{Read: workerRead, Fields: db.NodeGroupGuardFields()})
+		if errors.Is(err, db.ErrStatusChanged) {
+			return &refusal{nodegroup: true}
+		}
+		return err
 	}); err != nil {
+		r := asRefusal(err)
+		switch {
+		case r != nil && !r.nodegroup:
+			return nil, h.refused(ctx, log, ActionUpdate, "Updating", c, r)
+		case r != nil:
+			err = exception.NotSupportedMessage("Updating a cluster whose default worker nodegroup changed meanwhile is not supported; retry.")
+			log.Warn("operation refused", "error", err)
+			h.notify.ClusterEvent(ctx, ActionUpdate, OutcomeFailure, c)
+			return nil, err
+		}
+		log.Error("cluster update failed", "error", err)
 		return nil, err
 	}
-	oldCount := worker.NodeCount
-	fail := func(err error) (*objects.Cluster, error) {
+	// Magnum notifies before it saves the new size: the old counts.
+	h.notify.ClusterEventWith(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason), ngs)
+	req := clusterRequest(c, ct, ngs, resized)
+	res, err := h.callDriver(ctx, log, "update_cluster", func(ctx context.Context) (drivers.Result, error) {
+		return d.UpdateCluster(ctx, req)
+	})
+	if err != nil {
+		log.Error("cluster update failed", "error", err)
+		failed := objects.Clone(c)
+		failed.Status = objects.UpdateFailed
+		failed.StatusReason = objects.Str(err.Error())
+		restored := objects.Clone(resized)
+		restored.NodeCount = workerRead.NodeCount
+		claimed, claimedWorker := objects.Clone(c), objects.Clone(resized)
+		_ = h.persist(ctx, log, objects.UpdateFailed, func(ctx context.Context, b *batch) error {
+			if err := b.cluster(ctx, failed, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()}); err != nil {
+				return err
+			}
+			return b.nodegroup(ctx, restored, db.NodeGroupCond{Read: claimedWorker, Fields: db.NodeGroupGuardFields()})
+		})
 		cctx, cancel := h.cleanupCtx(ctx)
 		defer cancel()
-		log.Error("cluster update failed", "error", err)
-		fc := h.freshCluster(cctx, log, c, uuid, err)
-		fc.Status = objects.UpdateFailed
-		fc.StatusReason = objects.Str(err.Error())
-		h.finishCluster(cctx, log, fc, objects.UpdateInProgress)
-		worker.NodeCount = oldCount
-		if err := h.store.SaveNodeGroup(cctx, worker); err != nil {
-			log.Error("cannot restore the worker node count", "nodegroup_uuid", worker.UUID, "error", err)
-		}
-		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, fc)
+		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, failed)
 		return nil, err
 	}
-	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
-	worker.NodeCount = int64(nodeCount)
-	if err := h.store.SaveNodeGroup(ctx, worker); err != nil {
-		return fail(err)
-	}
-	if err := h.callDriver(ctx, log, "update_cluster", func(ctx context.Context) error {
-		return d.UpdateCluster(ctx, c, sm, rollback)
-	}); err != nil {
-		return fail(err)
-	}
-	c.Status = objects.UpdateInProgress
-	c.StatusReason = nil
-	if err := h.store.SaveCluster(ctx, c); err != nil {
-		log.Error("cannot save cluster", "error", err)
-		return nil, err
-	}
-	return c, nil
+	return h.finish(ctx, log, c, res, objects.UpdateInProgress)
 }
 
 // ClusterDelete ports cluster_conductor.Handler.cluster_delete: notify
@@ -266,48 +383,47 @@ func (h *Handlers) ClusterDelete(ctx context.Context, uuid string) error {
 		log.Error("cannot load cluster", "error", err)
 		return err
 	}
-	d, _, err := h.driverFor(ctx, c)
+	d, ct, ngs, err := h.opDriver(ctx, log, c)
 	if err != nil {
-		log.Error("cannot load the cluster's driver", "error", err)
 		return err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	if err := h.claimCluster(ctx, c, objects.DeleteInProgress, allowDeleteStatus(), func(cur string) error {
-		return h.refuse(ctx, log, ActionDelete, "Deleting", c, cur)
+	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		return h.claimCluster(ctx, b, c, objects.DeleteInProgress, allowDeleteStatus())
 	}); err != nil {
+		if r := asRefusal(err); r != nil {
+			return h.refused(ctx, log, ActionDelete, "Deleting", c, r)
+		}
+		log.Error("cannot claim the cluster", "error", err)
 		return err
 	}
 	before := snapshot(c, oldStatus, oldReason)
 	h.notify.ClusterEvent(ctx, ActionDelete, OutcomePending, before)
-	err = h.callDriver(ctx, log, "delete_cluster", func(ctx context.Context) error {
+	req := clusterRequest(c, ct, ngs)
+	res, err := h.callDriver(ctx, log, "delete_cluster", func(ctx context.Context) (drivers.Result, error) {
 		if p, ok := d.(drivers.PreDeleter); ok {
-			if err := p.PreDeleteCluster(ctx, c); err != nil {
-				return err
+			if err := p.PreDeleteCluster(ctx, req); err != nil {
+				return drivers.Result{}, err
 			}
 		}
-		return d.DeleteCluster(ctx, c)
+		return d.DeleteCluster(ctx, req)
 	})
 	if err != nil {
+		log.Error("cluster deletion failed", "error", err)
+		failed := objects.Clone(c)
+		failed.Status = objects.DeleteFailed
+		failed.StatusReason = objects.Str(err.Error())
+		claimed := objects.Clone(c)
+		_ = h.persist(ctx, log, objects.DeleteFailed, func(ctx context.Context, b *batch) error {
+			return b.cluster(ctx, failed, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()})
+		})
 		cctx, cancel := h.cleanupCtx(ctx)
 		defer cancel()
-		log.Error("cluster deletion failed", "error", err)
-		if !abandoned(err) {
-			before = snapshot(c, oldStatus, oldReason)
-		}
 		h.notify.ClusterEvent(cctx, ActionDelete, OutcomeFailure, before)
-		fc := h.freshCluster(cctx, log, c, uuid, err)
-		fc.Status = objects.DeleteFailed
-		fc.StatusReason = objects.Str(err.Error())
-		h.finishCluster(cctx, log, fc, objects.DeleteInProgress)
 		return err
 	}
-	c.Status = objects.DeleteInProgress
-	c.StatusReason = nil
-	if err := h.store.SaveCluster(ctx, c); err != nil {
-		log.Error("cannot save cluster", "error", err)
-		return err
-	}
-	return nil
+	_, err = h.finish(ctx, log, c, res, objects.DeleteInProgress)
+	return err
 }
 
 // ClusterResize ports cluster_conductor.Handler.cluster_resize: set the
@@ -335,73 +451,91 @@ func (h *Handlers) ClusterResize(ctx context.Context, c *objects.Cluster, nodeCo
 	if ng.ClusterID == "" {
 		ng.ClusterID = uuid
 	}
-	d, sm, err := h.driverAndScaleManager(ctx, log, c)
+	d, ct, ngs, err := h.opDriver(ctx, log, c)
 	if err != nil {
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
 	oldCount := ng.NodeCount
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowResizeStatus(), func(cur string) error {
-		return h.refuse(ctx, log, ActionUpdate, "Resizing", c, cur)
-	}); err != nil {
-		return nil, err
-	}
 	ng.NodeCount = int64(nodeCount)
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizedNodeGroupStatus(), func(cur string) error {
-		return exception.NotSupported(fmt.Sprintf("Resizing a nodegroup when status is \"%s\"", cur))
+	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		if err := h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowResizeStatus()); err != nil {
+			return err
+		}
+		return h.claimNodeGroup(ctx, b, ng, objects.UpdateInProgress, allowResizedNodeGroupStatus())
 	}); err != nil {
 		ng.NodeCount = oldCount
-		log.Warn("nodegroup refused the resize", "error", err)
-		cctx, cancel := h.cleanupCtx(ctx)
-		defer cancel()
-		h.revertCluster(cctx, log, c, objects.UpdateInProgress, oldStatus, oldReason)
-		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, c)
+		r := asRefusal(err)
+		switch {
+		case r != nil && !r.nodegroup:
+			return nil, h.refused(ctx, log, ActionUpdate, "Resizing", c, r)
+		case r != nil:
+			err = exception.NotSupported(fmt.Sprintf("Resizing a nodegroup when status is \"%s\"", r.status))
+			log.Warn("nodegroup refused the resize", "error", err)
+			h.notify.ClusterEvent(ctx, ActionUpdate, OutcomeFailure, c)
+			return nil, err
+		}
+		log.Error("cluster resize failed", "error", err)
 		return nil, err
 	}
 	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
-	err = h.callDriver(ctx, log, "resize_cluster", func(ctx context.Context) error {
-		return d.ResizeCluster(ctx, c, sm, nodeCount, nodesToRemove, ng)
+	req := drivers.ResizeRequest{ClusterRequest: clusterRequest(c, ct, ngs, ng), NodeGroup: objects.Clone(ng),
+		NodeCount: nodeCount, NodesToRemove: nodesToRemove}
+	res, err := h.callDriver(ctx, log, "resize_cluster", func(ctx context.Context) (drivers.Result, error) {
+		return d.ResizeCluster(ctx, req)
 	})
 	if err != nil {
+		log.Error("cluster resize failed", "error", err)
+		failed := objects.Clone(c)
+		failed.Status = objects.UpdateFailed
+		failed.StatusReason = objects.Str(err.Error())
+		failedNG := objects.Clone(ng)
+		failedNG.NodeCount = oldCount
+		failedNG.Status = objects.UpdateFailed
+		failedNG.StatusReason = objects.Str(err.Error())
+		claimed, claimedNG := objects.Clone(c), objects.Clone(ng)
+		_ = h.persist(ctx, log, objects.UpdateFailed, func(ctx context.Context, b *batch) error {
+			if err := b.cluster(ctx, failed, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()}); err != nil {
+				return err
+			}
+			return b.nodegroup(ctx, failedNG, db.NodeGroupCond{Read: claimedNG, Fields: db.NodeGroupGuardFields()})
+		})
 		cctx, cancel := h.cleanupCtx(ctx)
 		defer cancel()
-		log.Error("cluster resize failed", "error", err)
-		fc := h.freshCluster(cctx, log, c, uuid, err)
-		fc.Status = objects.UpdateFailed
-		fc.StatusReason = objects.Str(err.Error())
-		h.finishCluster(cctx, log, fc, objects.UpdateInProgress)
-		fng := h.freshNodeGroup(cctx, log, ng, uuid, ng.UUID, err)
-		fng.NodeCount = oldCount
-		fng.Status = objects.UpdateFailed
-		fng.StatusReason = objects.Str(err.Error())
-		h.finishNodeGroup(cctx, log, fng, objects.UpdateInProgress)
-		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, fc)
+		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, failed)
 		return nil, err
 	}
-	c.Status = objects.UpdateInProgress
-	c.StatusReason = nil
-	if err := h.store.SaveCluster(ctx, c); err != nil {
-		log.Error("cannot save cluster", "error", err)
-		return nil, err
-	}
-	return c, nil
+	return h.finish(ctx, log, c, res, objects.UpdateInProgress)
 }
 
-// revertCluster puts back the status a claim replaced, when the operation
-// stops before it changed anything else.
-func (h *Handlers) revertCluster(ctx context.Context, log *slog.Logger, c *objects.Cluster, claimed, status string, reason *string) {
-	c.Status = status
-	c.StatusReason = reason
-	h.finishCluster(ctx, log, c, claimed)
+// upgradedNodeGroups returns the nodegroups an upgrade through target
+// moves: every nodegroup (not being created or deleted) when target is a
+// default nodegroup, else target alone.
+func upgradedNodeGroups(ngs []*objects.NodeGroup, target *objects.NodeGroup) []*objects.NodeGroup {
+	if !target.IsDefault {
+		return []*objects.NodeGroup{target}
+	}
+	out := []*objects.NodeGroup{target}
+	for _, ng := range ngs {
+		if ng.UUID != target.UUID && contains(allowResizedNodeGroupStatus(), ng.Status) {
+			out = append(out, ng)
+		}
+	}
+	return out
 }
 
 // ClusterUpgrade ports cluster_conductor.Handler.cluster_upgrade: call
-// driver.upgrade_cluster and leave the cluster and nodegroup in
-// UPDATE_IN_PROGRESS. NotSupported from the driver is returned untouched
+// driver.upgrade_cluster and leave the cluster and the upgraded nodegroups
+// in UPDATE_IN_PROGRESS. Once the driver accepted, the upgrade is recorded:
+// through a default nodegroup the cluster moves to the new template (its
+// cluster_template_id and kube_tag label) and every nodegroup gets the new
+// kube_tag as version and the template's image; through another nodegroup
+// only that one does. NotSupported from the driver is returned untouched
 // and no status changes (after an update/failure notification); any other
-// error sets UPDATE_FAILED on both.
+// error sets UPDATE_FAILED on the cluster and the upgraded nodegroups. The
+// rollback flag (Heat's) is accepted and ignored.
 func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *objects.ClusterTemplate, maxBatchSize int,
-	ng *objects.NodeGroup, rollback bool) (*objects.Cluster, error) {
+	ng *objects.NodeGroup, _ bool) (*objects.Cluster, error) {
 	if err := requireCluster(c); err != nil {
 		return nil, err
 	}
@@ -419,68 +553,137 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	if ng.ClusterID == "" {
 		ng.ClusterID = uuid
 	}
-	// Magnum's cluster_upgrade asks for no scale manager: the driver gets
-	// none.
-	d, _, err := h.driverFor(ctx, c)
+	d, current, ngs, err := h.opDriver(ctx, log, c)
 	if err != nil {
-		log.Error("cannot load the cluster's driver", "error", err)
 		return nil, err
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
-	oldNGStatus, oldNGReason := ng.Status, ng.StatusReason
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowUpdateStatus(), func(cur string) error {
-		return h.refuse(ctx, log, ActionUpdate, "Upgrading", c, cur)
-	}); err != nil {
-		return nil, err
+	// The target as the API sent it, the others as stored.
+	moved := upgradedNodeGroups(ngs, ng)
+	before := make([]*objects.NodeGroup, len(moved))
+	for i, n := range moved {
+		before[i] = objects.Clone(n)
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowResizedNodeGroupStatus(), func(cur string) error {
-		return exception.NotSupported(fmt.Sprintf("Upgrading a nodegroup when status is \"%s\"", cur))
+	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		if err := h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus()); err != nil {
+			return err
+		}
+		for _, n := range moved {
+			if err := h.claimNodeGroup(ctx, b, n, objects.UpdateInProgress, allowResizedNodeGroupStatus()); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
-		ng.Status, ng.StatusReason = oldNGStatus, oldNGReason
-		log.Warn("nodegroup refused the upgrade", "error", err)
-		cctx, cancel := h.cleanupCtx(ctx)
-		defer cancel()
-		h.revertCluster(cctx, log, c, objects.UpdateInProgress, oldStatus, oldReason)
-		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, c)
-		return nil, err
-	}
-	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
-	err = h.callDriver(ctx, log, "upgrade_cluster", func(ctx context.Context) error {
-		return d.UpgradeCluster(ctx, c, ct, maxBatchSize, ng, nil, rollback)
-	})
-	if err != nil {
-		cctx, cancel := h.cleanupCtx(ctx)
-		defer cancel()
-		fc := h.freshCluster(cctx, log, c, uuid, err)
-		fng := h.freshNodeGroup(cctx, log, ng, uuid, ng.UUID, err)
-		if isNotSupported(err) {
-			log.Warn("driver does not support the upgrade", "error", err)
-			fng.Status, fng.StatusReason = oldNGStatus, oldNGReason
-			h.finishNodeGroup(cctx, log, fng, objects.UpdateInProgress)
-			h.revertCluster(cctx, log, fc, objects.UpdateInProgress, oldStatus, oldReason)
-			h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, fc)
+		r := asRefusal(err)
+		switch {
+		case r != nil && !r.nodegroup:
+			return nil, h.refused(ctx, log, ActionUpdate, "Upgrading", c, r)
+		case r != nil:
+			err = exception.NotSupported(fmt.Sprintf("Upgrading a nodegroup when status is \"%s\"", r.status))
+			log.Warn("nodegroup refused the upgrade", "error", err)
+			h.notify.ClusterEvent(ctx, ActionUpdate, OutcomeFailure, c)
 			return nil, err
 		}
 		log.Error("cluster upgrade failed", "error", err)
-		fc.Status = objects.UpdateFailed
-		fc.StatusReason = objects.Str(err.Error())
-		h.finishCluster(cctx, log, fc, objects.UpdateInProgress)
-		fng.Status = objects.UpdateFailed
-		fng.StatusReason = objects.Str(err.Error())
-		h.finishNodeGroup(cctx, log, fng, objects.UpdateInProgress)
-		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, fc)
 		return nil, err
 	}
-	ng.Status = objects.UpdateInProgress
-	c.Status = objects.UpdateInProgress
-	c.StatusReason = nil
-	if err := h.store.SaveNodeGroup(ctx, ng); err != nil {
-		log.Error("cannot save nodegroup", "error", err)
+	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
+	req := drivers.UpgradeRequest{ClusterRequest: clusterRequest(c, current, ngs, moved...), NewTemplate: objects.Clone(ct),
+		NodeGroup: objects.Clone(ng), MaxBatchSize: maxBatchSize}
+	res, err := h.callDriver(ctx, log, "upgrade_cluster", func(ctx context.Context) (drivers.Result, error) {
+		return d.UpgradeCluster(ctx, req)
+	})
+	claimed := objects.Clone(c)
+	claimedNGs := make([]*objects.NodeGroup, len(moved))
+	for i, n := range moved {
+		claimedNGs[i] = objects.Clone(n)
+	}
+	if err != nil {
+		back := objects.Clone(c)
+		var ngBack []*objects.NodeGroup
+		if isNotSupported(err) {
+			log.Warn("driver does not support the upgrade", "error", err)
+			back.Status, back.StatusReason = oldStatus, oldReason
+			for i, n := range moved {
+				nb := objects.Clone(n)
+				nb.Status, nb.StatusReason = before[i].Status, before[i].StatusReason
+				ngBack = append(ngBack, nb)
+			}
+		} else {
+			log.Error("cluster upgrade failed", "error", err)
+			back.Status, back.StatusReason = objects.UpdateFailed, objects.Str(err.Error())
+			for _, n := range moved {
+				nb := objects.Clone(n)
+				nb.Status, nb.StatusReason = objects.UpdateFailed, objects.Str(err.Error())
+				ngBack = append(ngBack, nb)
+			}
+		}
+		_ = h.persist(ctx, log, back.Status, func(ctx context.Context, b *batch) error {
+			if err := b.cluster(ctx, back, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()}); err != nil {
+				return err
+			}
+			for i, nb := range ngBack {
+				if err := b.nodegroup(ctx, nb, db.NodeGroupCond{Read: claimedNGs[i], Fields: db.NodeGroupGuardFields()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		cctx, cancel := h.cleanupCtx(ctx)
+		defer cancel()
+		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, back)
 		return nil, err
 	}
-	if err := h.store.SaveCluster(ctx, c); err != nil {
-		log.Error("cannot save cluster", "error", err)
+	// Record the upgrade: the template, kube_tag, versions and images.
+	tag, hasTag := ct.Labels["kube_tag"]
+	upgraded := objects.Clone(c)
+	if ng.IsDefault {
+		upgraded.ClusterTemplateID = ct.UUID
+		if hasTag {
+			labels := maps.Clone(c.Labels)
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels["kube_tag"] = tag
+			upgraded.Labels = labels
+		}
+	}
+	if res.StackID != "" {
+		upgraded.StackID = objects.Str(res.StackID)
+	}
+	var ngUp []*objects.NodeGroup
+	for _, n := range moved {
+		nu := objects.Clone(n)
+		if ct.ImageID != nil {
+			nu.ImageID = ct.ImageID
+		}
+		if hasTag {
+			nu.Version = objects.Str(tag)
+			if _, ok := nu.Labels["kube_tag"]; ok {
+				labels := maps.Clone(nu.Labels)
+				labels["kube_tag"] = tag
+				nu.Labels = labels
+			}
+		}
+		ngUp = append(ngUp, nu)
+	}
+	if err := h.persist(ctx, log, "upgrade", func(ctx context.Context, b *batch) error {
+		if err := b.cluster(ctx, upgraded, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()}); err != nil {
+			return err
+		}
+		for i, nu := range ngUp {
+			if err := b.nodegroup(ctx, nu, db.NodeGroupCond{Read: claimedNGs[i], Fields: db.NodeGroupGuardFields()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		return nil, err
+	}
+	*c = *upgraded
+	if decided := h.judge(ctx, log, uuid, res.Observation); decided != nil {
+		return decided, nil
 	}
 	return c, nil
 }

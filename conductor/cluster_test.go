@@ -641,17 +641,17 @@ func TestNotificationFailureDoesNotFailTheOperation(t *testing.T) {
 	}
 }
 
-// reloadFailingStore loses every conditional status update, then cannot
-// read the row back: the database went away between the two.
+// reloadFailingStore loses every conditional update, then cannot read the
+// row back: the database went away between the two.
 type reloadFailingStore struct {
 	*db.Store
 	err error
 }
 
-func (s reloadFailingStore) SaveClusterIfStatus(context.Context, *objects.Cluster, []string) error {
+func (s reloadFailingStore) SaveClusterIf(context.Context, *objects.Cluster, db.ClusterCond) error {
 	return db.ErrStatusChanged
 }
-func (s reloadFailingStore) SaveNodeGroupIfStatus(context.Context, *objects.NodeGroup, []string) error {
+func (s reloadFailingStore) SaveNodeGroupIf(context.Context, *objects.NodeGroup, db.NodeGroupCond) error {
 	return db.ErrStatusChanged
 }
 func (s reloadFailingStore) GetClusterByUUID(context.Context, string) (*objects.Cluster, error) {
@@ -670,16 +670,26 @@ func TestClaimReportsAFailedReload(t *testing.T) {
 	dbErr := errors.New("db: get cluster: invalid connection")
 	h := *e.h
 	h.store = reloadFailingStore{Store: e.store, err: dbErr}
-	refused := false
-	refuse := func(string) error { refused = true; return exception.NotSupported("refused") }
-	err := h.claimCluster(e.ctx, c, objects.UpdateInProgress, allowUpdateStatus(), refuse)
-	if !errors.Is(err, dbErr) || refused {
-		t.Fatalf("cluster claim: %v (refused %v), want the reload's error", err, refused)
+	err := h.inTx(e.ctx, func(ctx context.Context, b *batch) error {
+		return h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus())
+	})
+	if !errors.Is(err, dbErr) || asRefusal(err) != nil {
+		t.Fatalf("cluster claim: %v, want the reload's error", err)
 	}
 	ng := &objects.NodeGroup{UUID: newUUID(), ClusterID: objects.Deref(c.UUID)}
-	err = h.claimNodeGroup(e.ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates(), refuse)
-	if !errors.Is(err, dbErr) || refused {
-		t.Fatalf("nodegroup claim: %v (refused %v), want the reload's error", err, refused)
+	err = h.inTx(e.ctx, func(ctx context.Context, b *batch) error {
+		return h.claimNodeGroup(ctx, b, ng, objects.UpdateInProgress, allowedNodeGroupStates())
+	})
+	if !errors.Is(err, dbErr) || asRefusal(err) != nil {
+		t.Fatalf("nodegroup claim: %v, want the reload's error", err)
+	}
+	// A lost claim that reloads is a refusal naming the current status.
+	e.setStatus(c, objects.DeleteInProgress)
+	err = e.h.inTx(e.ctx, func(ctx context.Context, b *batch) error {
+		return e.h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus())
+	})
+	if r := asRefusal(err); r == nil || r.status != objects.DeleteInProgress || r.nodegroup {
+		t.Fatalf("claim of a cluster being deleted: %v", err)
 	}
 }
 

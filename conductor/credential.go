@@ -25,9 +25,8 @@ func (h *Handlers) CredentialRotate(ctx context.Context, c *objects.Cluster) err
 		log.Warn("operation refused", "status", c.Status, "error", err)
 		return err
 	}
-	d, _, err := h.driverFor(ctx, c)
+	d, ct, ngs, err := h.opDriver(ctx, log, c)
 	if err != nil {
-		log.Error("cannot load the cluster's driver", "error", err)
 		return err
 	}
 	unsupported := exception.NotSupportedMessage("Credential rotation is not supported by driver.")
@@ -36,8 +35,9 @@ func (h *Handlers) CredentialRotate(ctx context.Context, c *objects.Cluster) err
 		log.Warn("credential rotation refused", "error", unsupported)
 		return unsupported
 	}
-	err = h.callDriver(ctx, log, "rotate_credential", func(ctx context.Context) error {
-		return rot.RotateCredential(ctx, c)
+	req := clusterRequest(c, ct, ngs)
+	err = h.callDriverNoResult(ctx, log, "rotate_credential", func(ctx context.Context) error {
+		return rot.RotateCredential(ctx, req)
 	})
 	if errors.Is(err, exception.NotImplemented("")) {
 		err = unsupported

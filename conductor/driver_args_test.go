@@ -1,48 +1,52 @@
 package conductor
 
-// What the handlers hand to the driver, the scale manager, the statuses
+// What the handlers hand to the driver and store of its result, the statuses
 // Magnum accepts besides CREATE/UPDATE_COMPLETE, and the autoscaler's
 // stacked resizes.
 
 import (
 	"errors"
-	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
 )
-
-func wantArgs(t *testing.T, method string, got []any, want ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s arguments = %#v, want %#v", method, got, want)
-	}
-}
 
 func TestDriverGetsTheCallersArguments(t *testing.T) {
 	e := newEnv(t)
-	sm := testScaleManager{name: "sm-1"}
-	e.drv.sm = sm
-
 	c := e.newCluster(e.ct)
 	if _, err := e.h.ClusterCreate(e.ctx, c, 1, 2, intp(45)); err != nil {
 		t.Fatal(err)
 	}
-	wantArgs(t, "create_cluster", e.drv.lastArgs("create_cluster"), 45)
+	create := e.drv.lastReq("create_cluster").(drivers.CreateClusterRequest)
+	if create.Timeout != 45*time.Minute || objects.Deref(create.Cluster.UUID) != *c.UUID ||
+		objects.Deref(create.Template.UUID) != *e.ct.UUID || len(create.NodeGroups) != 2 {
+		t.Errorf("create_cluster request %+v", create)
+	}
 
 	c = e.seed(e.ct, objects.CreateComplete, 2)
 	if _, err := e.h.ClusterUpdate(e.ctx, c, 3, "", nil, true); err != nil {
 		t.Fatal(err)
 	}
-	wantArgs(t, "update_cluster", e.drv.lastArgs("update_cluster"), sm, true)
+	update := e.drv.lastReq("update_cluster").(drivers.ClusterRequest)
+	if w := update.NodeGroupByUUID(e.nodegroup(c, "default-worker").UUID); w == nil || w.NodeCount != 3 ||
+		update.Cluster.Status != objects.UpdateInProgress {
+		t.Errorf("update_cluster request: worker %+v, cluster %s", w, update.Cluster.Status)
+	}
 
 	c = e.seed(e.ct, objects.CreateComplete, 4)
 	ng := e.nodegroup(c, "default-worker")
 	if _, err := e.h.ClusterResize(e.ctx, c, 2, []string{"node-3", "node-4"}, ng); err != nil {
 		t.Fatal(err)
 	}
-	wantArgs(t, "resize_cluster", e.drv.lastArgs("resize_cluster"), sm, 2, []string{"node-3", "node-4"}, ng.UUID, int64(2))
+	resize := e.drv.lastReq("resize_cluster").(drivers.ResizeRequest)
+	if resize.NodeCount != 2 || !slices.Equal(resize.NodesToRemove, []string{"node-3", "node-4"}) ||
+		resize.NodeGroup.UUID != ng.UUID || resize.NodeGroup.NodeCount != 2 || resize.NodeGroup.Status != objects.UpdateInProgress ||
+		resize.NodeGroupByUUID(ng.UUID).NodeCount != 2 {
+		t.Errorf("resize_cluster request %+v", resize)
+	}
 
 	c = e.seed(e.ct, objects.CreateComplete, 2)
 	ng = e.nodegroup(c, "default-worker")
@@ -50,49 +54,139 @@ func TestDriverGetsTheCallersArguments(t *testing.T) {
 	if _, err := e.h.ClusterUpgrade(e.ctx, c, newCT, 3, ng, true); err != nil {
 		t.Fatal(err)
 	}
-	// Magnum's cluster_upgrade passes no scale manager, and asks for none.
-	wantArgs(t, "upgrade_cluster", e.drv.lastArgs("upgrade_cluster"), *newCT.UUID, 3, ng.UUID, nil, true)
-	if e.drv.smCalls != 2 {
-		t.Errorf("scale manager asked %d times, want once per update and resize", e.drv.smCalls)
-	}
-	// The conductor does not record the new template: the driver does, if
-	// it wants to (Magnum's handler leaves cluster_template_id alone).
-	if got := objects.Deref(e.cluster(*c.UUID).ClusterTemplateID); got != *e.ct.UUID {
-		t.Errorf("cluster_template_id = %s after upgrade, want the old %s", got, *e.ct.UUID)
+	upgrade := e.drv.lastReq("upgrade_cluster").(drivers.UpgradeRequest)
+	if objects.Deref(upgrade.NewTemplate.UUID) != *newCT.UUID || upgrade.MaxBatchSize != 3 || upgrade.NodeGroup.UUID != ng.UUID ||
+		objects.Deref(upgrade.Cluster.ClusterTemplateID) != *e.ct.UUID || objects.Deref(upgrade.Template.UUID) != *e.ct.UUID {
+		t.Errorf("upgrade_cluster request %+v", upgrade)
 	}
 }
 
-// TestScaleManagerErrorChangesNothing: Magnum asks for the scale manager
-// before any status change, so its error reaches the caller with the
-// cluster, its nodegroups and the notifications untouched. An upgrade does
-// not ask for one, so it goes ahead.
-func TestScaleManagerErrorChangesNothing(t *testing.T) {
+// TestUpgradeIsRecordedOnceTheDriverAcceptedIt: through a default
+// nodegroup, the cluster moves to the new template and kube_tag, and every
+// nodegroup gets the new version and image, all in UPDATE_IN_PROGRESS;
+// through another nodegroup only that one does.
+func TestUpgradeIsRecordedOnceTheDriverAcceptedIt(t *testing.T) {
 	e := newEnv(t)
-	e.drv.smErr = errors.New("cannot list the cluster's nodes")
+	newCT := e.template("test-os")
+	newCT.Labels = map[string]string{"kube_tag": "v1.34.1"}
+	newCT.ImageID = objects.Str("image-2")
+	if err := e.store.SaveClusterTemplate(e.ctx, newCT); err != nil {
+		t.Fatal(err)
+	}
 	c := e.seed(e.ct, objects.CreateComplete, 2)
-	ng := e.nodegroup(c, "default-worker")
-	ops := map[string]func() error{
-		"update": func() error { _, err := e.h.ClusterUpdate(e.ctx, c, 5, "", nil, false); return err },
-		"resize": func() error { _, err := e.h.ClusterResize(e.ctx, c, 5, nil, ng); return err },
+	extra := &objects.NodeGroup{ClusterID: *c.UUID, ProjectID: testProject, Name: "extra", Role: objects.RoleWorker, NodeCount: 1,
+		Status: objects.CreateComplete, Labels: map[string]string{"kube_tag": "v1.33.1"}}
+	if err := e.store.CreateNodeGroup(e.ctx, extra); err != nil {
+		t.Fatal(err)
 	}
-	for name, op := range ops {
-		if err := op(); err == nil || err.Error() != "cannot list the cluster's nodes" {
-			t.Errorf("%s: error = %v, want the scale manager's", name, err)
+	got, err := e.h.ClusterUpgrade(e.ctx, c, newCT, 1, e.nodegroup(c, "default-master"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := e.cluster(*c.UUID)
+	if objects.Deref(row.ClusterTemplateID) != *newCT.UUID || row.Labels["kube_tag"] != "v1.34.1" ||
+		row.Labels["min_node_count"] != "1" || row.Status != objects.UpdateInProgress ||
+		objects.Deref(got.ClusterTemplateID) != *newCT.UUID {
+		t.Fatalf("cluster row: template %s labels %v status %s", objects.Deref(row.ClusterTemplateID), row.Labels, row.Status)
+	}
+	for _, name := range []string{"default-master", "default-worker", "extra"} {
+		ng := e.nodegroup(c, name)
+		if objects.Deref(ng.Version) != "v1.34.1" || objects.Deref(ng.ImageID) != "image-2" || ng.Status != objects.UpdateInProgress {
+			t.Errorf("nodegroup %s: version %s image %s status %s", name, objects.Deref(ng.Version), objects.Deref(ng.ImageID), ng.Status)
 		}
-		e.wantStatus(*c.UUID, objects.CreateComplete, "seeded")
-		e.wantNGStatus(c, "default-worker", objects.CreateComplete, "", 2)
-		e.wantNotes()
 	}
-	if calls := e.drv.Calls(); len(calls) != 0 {
-		t.Errorf("driver called: %v", calls)
+	if l := e.nodegroup(c, "extra").Labels; l["kube_tag"] != "v1.34.1" {
+		t.Errorf("extra's kube_tag label %v", l)
 	}
-	if _, err := e.h.ClusterUpgrade(e.ctx, c, e.ct, 1, ng, false); err != nil {
-		t.Fatalf("upgrade with a failing scale manager: %v", err)
+
+	// Through a nodegroup that is not default: that one alone.
+	c = e.seed(e.ct, objects.CreateComplete, 2)
+	extra = &objects.NodeGroup{ClusterID: *c.UUID, ProjectID: testProject, Name: "extra", Role: objects.RoleWorker, NodeCount: 1,
+		Status: objects.CreateComplete}
+	if err := e.store.CreateNodeGroup(e.ctx, extra); err != nil {
+		t.Fatal(err)
 	}
-	if got := e.drv.lastArgs("upgrade_cluster"); got == nil {
-		t.Fatal("upgrade_cluster not called")
+	if _, err := e.h.ClusterUpgrade(e.ctx, c, newCT, 1, e.nodegroup(c, "extra"), false); err != nil {
+		t.Fatal(err)
+	}
+	if row := e.cluster(*c.UUID); objects.Deref(row.ClusterTemplateID) != *e.ct.UUID {
+		t.Errorf("a nodegroup upgrade moved the cluster's template")
+	}
+	if ng := e.nodegroup(c, "extra"); objects.Deref(ng.Version) != "v1.34.1" || ng.Status != objects.UpdateInProgress {
+		t.Errorf("extra: %s %s", objects.Deref(ng.Version), ng.Status)
+	}
+	if ng := e.nodegroup(c, "default-worker"); ng.Version != nil || ng.Status != objects.CreateComplete {
+		t.Errorf("default-worker moved: %v %s", ng.Version, ng.Status)
+	}
+	e.notes.take()
+}
+
+// TestDriverRequestsAreCopies: whatever a driver writes on the objects of
+// its request stays with it; the conductor stores only what Result holds.
+func TestDriverRequestsAreCopies(t *testing.T) {
+	e := newEnv(t)
+	e.drv.scribble = true
+	c := e.newCluster(e.ct)
+	got, err := e.h.ClusterCreate(e.ctx, c, 1, 2, intp(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != objects.CreateInProgress || got.APIAddress != nil {
+		t.Errorf("reply %s %v", got.Status, got.APIAddress)
+	}
+	e.wantStatus(*c.UUID, objects.CreateInProgress, "")
+	if row := e.cluster(*c.UUID); row.APIAddress != nil || objects.Deref(row.StackID) != "stack-"+*c.UUID {
+		t.Errorf("row api_address %v stack_id %v", row.APIAddress, row.StackID)
+	}
+	e.wantNGStatus(c, "default-worker", objects.CreateInProgress, "", 2)
+
+	c = e.seed(e.ct, objects.CreateComplete, 2)
+	ng := e.nodegroup(c, "default-worker")
+	if _, err := e.h.ClusterResize(e.ctx, c, 3, nil, ng); err != nil {
+		t.Fatal(err)
 	}
 	e.wantStatus(*c.UUID, objects.UpdateInProgress, "")
+	e.wantNGStatus(c, "default-worker", objects.UpdateInProgress, "", 3)
+	if ng.NodeCount != 3 {
+		t.Errorf("the handler's nodegroup was changed by the driver: %d nodes", ng.NodeCount)
+	}
+	e.notes.take()
+}
+
+// TestObservationInTheResultIsJudgedAtOnce: a back end that finishes inside
+// the call says so in its result; the status machine completes the cluster
+// and its nodegroups at once, and notifies it (#25).
+func TestObservationInTheResultIsJudgedAtOnce(t *testing.T) {
+	e := newEnv(t)
+	ready := drivers.Observation{Phase: drivers.PhaseReady, APIAddress: "https://10.0.0.1:6443",
+		NodeGroups: map[string]drivers.NodeGroupObservation{}}
+	e.drv.obs["create_cluster"] = &ready
+	c := e.newCluster(e.ct)
+	// The nodegroups' uuids are known once inserted: the driver reports
+	// every nodegroup of its request.
+	e.drv.mu.Lock()
+	e.drv.onCall = func(m string) {
+		req := e.drv.lastReq(m).(drivers.CreateClusterRequest)
+		for _, ng := range req.NodeGroups {
+			ready.NodeGroups[ng.UUID] = drivers.NodeGroupObservation{Phase: drivers.PhaseReady, NodeAddresses: []string{"10.0.0.2"}}
+		}
+	}
+	e.drv.mu.Unlock()
+	got, err := e.h.ClusterCreate(e.ctx, c, 1, 1, intp(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != objects.CreateComplete || objects.Deref(got.APIAddress) != "https://10.0.0.1:6443" {
+		t.Fatalf("reply %s %v", got.Status, objects.Deref(got.APIAddress))
+	}
+	e.wantStatus(*c.UUID, objects.CreateComplete, "")
+	for _, name := range []string{"default-master", "default-worker"} {
+		if ng := e.nodegroup(c, name); ng.Status != objects.CreateComplete || !slices.Equal(ng.NodeAddresses, []string{"10.0.0.2"}) {
+			t.Errorf("%s: %s %v", name, ng.Status, ng.NodeAddresses)
+		}
+	}
+	e.wantNotes("INFO magnum.cluster.create/pending status=CREATE_IN_PROGRESS",
+		"INFO magnum.cluster.create/success status=CREATE_COMPLETE")
 }
 
 // TestClusterResizeStacksWhileUpdateInProgress: the autoscaler sends a
@@ -112,7 +206,10 @@ func TestClusterResizeStacksWhileUpdateInProgress(t *testing.T) {
 		}
 		e.wantStatus(*c.UUID, objects.UpdateInProgress, "")
 		e.wantNGStatus(c, "default-worker", objects.UpdateInProgress, "", int64(n))
-		wantArgs(t, "resize_cluster", e.drv.lastArgs("resize_cluster"), nil, n, []string(nil), ng.UUID, int64(n))
+		if r := e.drv.lastReq("resize_cluster").(drivers.ResizeRequest); r.NodeCount != n || r.NodeGroup.UUID != ng.UUID ||
+			r.NodeGroup.NodeCount != int64(n) || r.NodesToRemove != nil {
+			t.Errorf("resize_cluster request %+v", r)
+		}
 	}
 	if calls := e.drv.Calls(); !slices.Equal(calls, []string{"resize_cluster", "resize_cluster"}) {
 		t.Errorf("driver calls %v", calls)

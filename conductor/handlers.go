@@ -5,12 +5,24 @@
 // a cast or a call is the RPC layer's business: the same method serves both
 // (cluster_create and cluster_create_async, ...).
 //
+// Drivers observe, the handlers decide and persist (package drivers). An
+// operation claims its cluster (and nodegroups) in the database, calls the
+// driver with copies of the rows (request structs), and stores only what the
+// driver returns in drivers.Result: a stack_id, and an observation judged at
+// once by the status machine when the back end finished inside the call.
+// Everything else about the operation's end is the status sync's.
+//
 // Differences from the Python reference that do not change the wire:
-//   - every transition into *_IN_PROGRESS is a conditional update of the row
-//     (db SaveClusterIfStatus / SaveNodeGroupIfStatus on the status guard),
-//     so two operations on one cluster or nodegroup cannot interleave, also
-//     across conductors; the loser gets NotSupported naming the current
-//     status, exactly as a guard refusal;
+//   - every transition into *_IN_PROGRESS is a conditional update of the
+//     cluster row and, in the same transaction, of the nodegroups the
+//     operation changes (db InTx, the cluster row first), so two operations
+//     on one cluster or nodegroup cannot interleave, also across conductors,
+//     and the status sync either records its decision before a claim or
+//     drops it; the loser gets NotSupported naming the current status,
+//     exactly as a guard refusal;
+//   - every later write of an operation is conditional on what the
+//     operation claimed, and one that fails because the database is away is
+//     retried in the background until it lands or the conductor stops;
 //   - failures in cluster_create before the driver call end in
 //     CREATE_FAILED with a reason and a failure notification;
 //   - nodegroup errors print the nodegroup's status;
@@ -29,18 +41,22 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/conductor/clusterstate"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 )
 
 // Store is the part of db.Store the handlers use.
 type Store interface {
 	NodeGroupLister
+	clusterstate.Store
 
 	CreateCluster(ctx context.Context, c *objects.Cluster) error
 	GetClusterByUUID(ctx context.Context, uuid string) (*objects.Cluster, error)
@@ -51,7 +67,6 @@ type Store interface {
 
 	CreateNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
 	GetNodeGroupByUUID(ctx context.Context, clusterUUID, uuid string) (*objects.NodeGroup, error)
-	SaveNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
 	SaveNodeGroupIfStatus(ctx context.Context, ng *objects.NodeGroup, allowed []string) error
 }
 
@@ -93,11 +108,22 @@ type Deps struct {
 	Log           *slog.Logger
 	// DriverTimeout bounds every driver call (0: only the request's own
 	// deadline). A driver that does not return in time fails the operation;
-	// its goroutine is abandoned and the objects it holds are not reused.
+	// its goroutine is abandoned.
 	DriverTimeout time.Duration
-	// CleanupTimeout bounds the database writes that record a failure,
-	// which run even when the request's context is done (default 30 s).
+	// CleanupTimeout bounds each attempt of the database writes that record
+	// an operation's outcome, which run even when the request's context is
+	// done (default 30 s).
 	CleanupTimeout time.Duration
+	// Timeouts are the status machine's, for observations drivers return
+	// with their results (the status sync's).
+	Timeouts statusmachine.Timeouts
+	// Lifetime is the process's context: writes that failed because the
+	// database was away are retried in the background until they land or it
+	// ends (default: never ends).
+	Lifetime context.Context
+	// RetryBackoff is the first pause of those retries, doubling up to 30
+	// times it (default 1 s).
+	RetryBackoff time.Duration
 }
 
 // Handlers serves the conductor's RPC methods.
@@ -109,6 +135,11 @@ type Handlers struct {
 	log            *slog.Logger
 	driverTimeout  time.Duration
 	cleanupTimeout time.Duration
+	timeouts       statusmachine.Timeouts
+	applier        *clusterstate.Applier
+	lifetime       context.Context
+	backoff        time.Duration
+	retries        *sync.WaitGroup
 }
 
 // New returns the handlers. Store, Certs, Drivers, Notifications and Log are
@@ -128,13 +159,25 @@ func New(d Deps) (*Handlers, error) {
 	}
 	h := &Handlers{
 		store: d.Store, certs: d.Certs, drivers: d.Drivers, notify: d.Notifications,
-		log: d.Log, driverTimeout: d.DriverTimeout, cleanupTimeout: d.CleanupTimeout,
+		log: d.Log, driverTimeout: d.DriverTimeout, cleanupTimeout: d.CleanupTimeout, timeouts: d.Timeouts,
+		lifetime: d.Lifetime, backoff: d.RetryBackoff, retries: &sync.WaitGroup{},
 	}
 	if h.cleanupTimeout <= 0 {
 		h.cleanupTimeout = 30 * time.Second
 	}
+	if h.lifetime == nil {
+		h.lifetime = context.Background()
+	}
+	if h.backoff <= 0 {
+		h.backoff = time.Second
+	}
+	h.applier = &clusterstate.Applier{Store: d.Store, Notifier: d.Notifications, Log: d.Log}
 	return h, nil
 }
+
+// WaitRetries waits for the writes being retried in the background (see
+// Deps.Lifetime) to land or give up.
+func (h *Handlers) WaitRetries() { h.retries.Wait() }
 
 // Status guards (magnum/conductor/handlers/*.py). Functions, so that no
 // caller can change a shared list.
@@ -219,8 +262,6 @@ func (h *Handlers) cleanupCtx(ctx context.Context) (context.Context, context.Can
 }
 
 // errAbandoned marks a driver call that did not return before the deadline.
-// The objects handed to the driver may still be modified by it and must not
-// be reused.
 type errAbandoned struct {
 	op  string
 	err error
@@ -238,30 +279,44 @@ func abandoned(err error) bool {
 }
 
 // callDriver runs one driver method, turning a panic into an error and
-// giving up when ctx (bounded by DriverTimeout) is done.
-func (h *Handlers) callDriver(ctx context.Context, log *slog.Logger, op string, fn func(context.Context) error) error {
+// giving up when ctx (bounded by DriverTimeout) is done. The driver works on
+// copies, so an abandoned call cannot change the handler's objects.
+func (h *Handlers) callDriver(ctx context.Context, log *slog.Logger, op string, fn func(context.Context) (drivers.Result, error)) (drivers.Result, error) {
 	if h.driverTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.driverTimeout)
 		defer cancel()
 	}
-	done := make(chan error, 1)
+	type answer struct {
+		res drivers.Result
+		err error
+	}
+	done := make(chan answer, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
 				log.Error("driver panicked", "driver_method", op, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				done <- fmt.Errorf("driver %s failed: %v", op, r)
+				done <- answer{err: fmt.Errorf("driver %s failed: %v", op, r)}
 			}
 		}()
-		done <- fn(ctx)
+		res, err := fn(ctx)
+		done <- answer{res, err}
 	}()
 	select {
-	case err := <-done:
-		return err
+	case a := <-done:
+		return a.res, a.err
 	case <-ctx.Done():
 		log.Error("driver call abandoned", "driver_method", op, "error", ctx.Err())
-		return &errAbandoned{op: op, err: ctx.Err()}
+		return drivers.Result{}, &errAbandoned{op: op, err: ctx.Err()}
 	}
+}
+
+// callDriverNoResult is callDriver for the methods that return no Result.
+func (h *Handlers) callDriverNoResult(ctx context.Context, log *slog.Logger, op string, fn func(context.Context) error) error {
+	_, err := h.callDriver(ctx, log, op, func(ctx context.Context) (drivers.Result, error) {
+		return drivers.Result{}, fn(ctx)
+	})
+	return err
 }
 
 // driverFor returns the driver of the cluster's template.
@@ -280,123 +335,280 @@ func (h *Handlers) driverFor(ctx context.Context, c *objects.Cluster) (drivers.D
 	return d, ct, nil
 }
 
-// driverAndScaleManager loads c's driver and asks it for its scale manager,
-// logging what fails, as the update and resize handlers start.
-func (h *Handlers) driverAndScaleManager(ctx context.Context, log *slog.Logger, c *objects.Cluster) (drivers.Driver, drivers.ScaleManager, error) {
-	d, _, err := h.driverFor(ctx, c)
+// opDriver is driverFor plus the cluster's nodegroups, logging what fails,
+// as the operations on an existing cluster start.
+func (h *Handlers) opDriver(ctx context.Context, log *slog.Logger, c *objects.Cluster) (drivers.Driver, *objects.ClusterTemplate, []*objects.NodeGroup, error) {
+	d, ct, err := h.driverFor(ctx, c)
 	if err != nil {
 		log.Error("cannot load the cluster's driver", "error", err)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	sm, err := scaleManager(ctx, d, c)
+	ngs, err := h.store.ListNodeGroups(ctx, objects.Deref(c.UUID), db.ListOpts{}, db.NodeGroupFilters{})
 	if err != nil {
-		log.Error("cannot get the scale manager", "error", err)
-		return nil, nil, err
+		log.Error("cannot list the cluster's nodegroups", "error", err)
+		return nil, nil, nil, err
 	}
-	return d, sm, nil
+	return d, ct, ngs, nil
 }
 
-// scaleManager asks the driver for a scale manager
-// (scale_manager.get_scale_manager); nil when the driver has none.
-func scaleManager(ctx context.Context, d drivers.Driver, c *objects.Cluster) (drivers.ScaleManager, error) {
-	if p, ok := d.(drivers.ScaleManagerProvider); ok {
-		return p.ScaleManager(ctx, c)
+// clusterRequest builds a driver request from copies of c, ct and ngs, with
+// the nodegroups in with replacing the stored ones of the same uuid (and
+// added when new).
+func clusterRequest(c *objects.Cluster, ct *objects.ClusterTemplate, ngs []*objects.NodeGroup, with ...*objects.NodeGroup) drivers.ClusterRequest {
+	req := drivers.ClusterRequest{Cluster: objects.Clone(c)}
+	if ct != nil {
+		req.Template = objects.Clone(ct)
 	}
-	return nil, nil
+	for _, ng := range ngs {
+		if i := slices.IndexFunc(with, func(w *objects.NodeGroup) bool { return w.UUID == ng.UUID }); i >= 0 {
+			ng = with[i]
+		}
+		req.NodeGroups = append(req.NodeGroups, objects.Clone(ng))
+	}
+	for _, w := range with {
+		if !slices.ContainsFunc(ngs, func(ng *objects.NodeGroup) bool { return ng.UUID == w.UUID }) {
+			req.NodeGroups = append(req.NodeGroups, objects.Clone(w))
+		}
+	}
+	return req
 }
 
-// claimCluster moves c to status with a conditional update on allowed. On a
-// lost race it reloads the row and returns NotSupported built by refuse
-// from the current status.
-func (h *Handlers) claimCluster(ctx context.Context, c *objects.Cluster, status string, allowed []string,
-	refuse func(current string) error) error {
-	c.Status = status
-	c.StatusReason = nil
-	err := h.store.SaveClusterIfStatus(ctx, c, allowed)
-	if err == nil {
-		return nil
+// refusal is a claim lost to the current status of the cluster or of a
+// nodegroup.
+type refusal struct {
+	nodegroup bool
+	status    string
+	// current is the cluster row as it is now (a cluster refusal).
+	current *objects.Cluster
+}
+
+func (r *refusal) Error() string {
+	what := "cluster"
+	if r.nodegroup {
+		what = "nodegroup"
 	}
-	if !errors.Is(err, db.ErrStatusChanged) {
+	return fmt.Sprintf("%s status is %s", what, r.status)
+}
+
+// batch collects the writes of one transaction. It saves copies, so that a
+// transaction retried after a deadlock writes the same again; once the
+// transaction committed, done records the saved state on the objects.
+type batch struct {
+	store Store
+	done  []func()
+}
+
+// cluster saves c's changes under cond.
+func (b *batch) cluster(ctx context.Context, c *objects.Cluster, cond db.ClusterCond) error {
+	cp := objects.Clone(c)
+	if err := b.store.SaveClusterIf(ctx, cp, cond); err != nil {
 		return err
 	}
-	cur, gerr := h.store.GetClusterByUUID(ctx, objects.Deref(c.UUID))
-	if gerr != nil {
-		// Deleted meanwhile (ClusterNotFound), or the database failed:
-		// that is the caller's answer, not a refusal by status.
-		return gerr
-	}
-	*c = *cur
-	return refuse(cur.Status)
+	b.done = append(b.done, func() { *c = *cp })
+	return nil
 }
 
-// claimNodeGroup is claimCluster for a nodegroup.
-func (h *Handlers) claimNodeGroup(ctx context.Context, ng *objects.NodeGroup, status string, allowed []string,
-	refuse func(current string) error) error {
-	ng.Status = status
-	err := h.store.SaveNodeGroupIfStatus(ctx, ng, allowed)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, db.ErrStatusChanged) {
+// nodegroup saves ng's changes under cond.
+func (b *batch) nodegroup(ctx context.Context, ng *objects.NodeGroup, cond db.NodeGroupCond) error {
+	cp := objects.Clone(ng)
+	if err := b.store.SaveNodeGroupIf(ctx, cp, cond); err != nil {
 		return err
 	}
-	cur, gerr := h.store.GetNodeGroupByUUID(ctx, ng.ClusterID, ng.UUID)
-	if gerr != nil {
-		return gerr
-	}
-	return refuse(cur.Status)
+	b.done = append(b.done, func() { *ng = *cp })
+	return nil
 }
 
-// finishCluster saves c only while its row is still in the status the
-// operation set (expect): an operation that started since (a delete) wins.
-func (h *Handlers) finishCluster(ctx context.Context, log *slog.Logger, c *objects.Cluster, expect string) {
-	err := h.store.SaveClusterIfStatus(ctx, c, []string{expect})
-	switch {
-	case err == nil:
-	case errors.Is(err, db.ErrStatusChanged):
-		log.Warn("cluster changed by another operation; result not recorded", "status", c.Status)
-	default:
-		log.Error("cannot save cluster", "status", c.Status, "error", err)
+// createNodeGroup inserts ng.
+func (b *batch) createNodeGroup(ctx context.Context, ng *objects.NodeGroup) error {
+	cp := objects.Clone(ng)
+	if err := b.store.CreateNodeGroup(ctx, cp); err != nil {
+		return err
 	}
+	b.done = append(b.done, func() { *ng = *cp })
+	return nil
 }
 
-// finishNodeGroup is finishCluster for a nodegroup.
-func (h *Handlers) finishNodeGroup(ctx context.Context, log *slog.Logger, ng *objects.NodeGroup, expect string) {
-	err := h.store.SaveNodeGroupIfStatus(ctx, ng, []string{expect})
-	switch {
-	case err == nil:
-	case errors.Is(err, db.ErrStatusChanged):
-		log.Warn("nodegroup changed by another operation; result not recorded", "nodegroup_uuid", ng.UUID, "status", ng.Status)
-	default:
-		log.Error("cannot save nodegroup", "nodegroup_uuid", ng.UUID, "status", ng.Status, "error", err)
+// inTx runs fn's writes in one transaction and, once committed, records
+// them on the objects.
+func (h *Handlers) inTx(ctx context.Context, fn func(ctx context.Context, b *batch) error) error {
+	var b *batch
+	err := h.store.InTx(ctx, func(ctx context.Context) error {
+		b = &batch{store: h.store}
+		return fn(ctx, b)
+	})
+	if err != nil {
+		return err
 	}
+	for _, d := range b.done {
+		d()
+	}
+	return nil
 }
 
-// freshCluster returns the object to record a failure on: c itself, or a
-// copy reloaded from the database when a driver may still hold c.
-func (h *Handlers) freshCluster(ctx context.Context, log *slog.Logger, c *objects.Cluster, uuid string, err error) *objects.Cluster {
-	if !abandoned(err) {
-		return c
+// claimCluster writes c in status (its reason cleared) while its row is in
+// one of allowed. A lost claim is a *refusal with the current status.
+func (h *Handlers) claimCluster(ctx context.Context, b *batch, c *objects.Cluster, status string, allowed []string) error {
+	cl := objects.Clone(c)
+	cl.Status = status
+	cl.StatusReason = nil
+	// Written even when unchanged: the status sync guards on it.
+	objects.MarkChanged(cl, "status", "status_reason")
+	err := b.cluster(ctx, cl, db.ClusterCond{Status: allowed})
+	if errors.Is(err, db.ErrStatusChanged) {
+		cur, gerr := h.store.GetClusterByUUID(ctx, objects.Deref(c.UUID))
+		if gerr != nil {
+			// Deleted meanwhile (ClusterNotFound), or the database failed:
+			// that is the caller's answer, not a refusal by status.
+			return gerr
+		}
+		return &refusal{status: cur.Status, current: cur}
 	}
-	cur, gerr := h.store.GetClusterByUUID(ctx, uuid)
-	if gerr != nil {
-		log.Error("cannot reload cluster after abandoned driver call", "error", gerr)
-		return &objects.Cluster{UUID: objects.Str(uuid)}
+	if err == nil {
+		b.done = append(b.done, func() { *c = *cl })
 	}
-	return cur
+	return err
 }
 
-// freshNodeGroup is freshCluster for a nodegroup.
-func (h *Handlers) freshNodeGroup(ctx context.Context, log *slog.Logger, ng *objects.NodeGroup, clusterUUID, uuid string, err error) *objects.NodeGroup {
-	if !abandoned(err) {
-		return ng
+// claimNodeGroup writes ng (with status) while its row is in one of
+// allowed. A lost claim is a *refusal with the current status.
+func (h *Handlers) claimNodeGroup(ctx context.Context, b *batch, ng *objects.NodeGroup, status string, allowed []string) error {
+	cl := objects.Clone(ng)
+	cl.Status = status
+	objects.MarkChanged(cl, "status")
+	err := b.nodegroup(ctx, cl, db.NodeGroupCond{Status: allowed})
+	if errors.Is(err, db.ErrStatusChanged) {
+		cur, gerr := h.store.GetNodeGroupByUUID(ctx, ng.ClusterID, ng.UUID)
+		if gerr != nil {
+			return gerr
+		}
+		return &refusal{nodegroup: true, status: cur.Status}
 	}
-	cur, gerr := h.store.GetNodeGroupByUUID(ctx, clusterUUID, uuid)
-	if gerr != nil {
-		log.Error("cannot reload nodegroup after abandoned driver call", "nodegroup_uuid", uuid, "error", gerr)
-		return &objects.NodeGroup{UUID: uuid, ClusterID: clusterUUID}
+	if err == nil {
+		b.done = append(b.done, func() { *ng = *cl })
 	}
-	return cur
+	return err
+}
+
+// asRefusal returns the refusal err holds, or nil.
+func asRefusal(err error) *refusal {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return nil
+}
+
+// persist records an operation's outcome: writes runs in one transaction.
+// When it fails because the database is away, it is retried in the
+// background (Deps.Lifetime, Deps.RetryBackoff) until it lands, and the
+// first error is returned. When the rows moved on (another operation, a
+// deletion), nothing is written, it is logged and persist returns nil: the
+// later operation's outcome stands.
+func (h *Handlers) persist(ctx context.Context, log *slog.Logger, what string, writes func(ctx context.Context, b *batch) error) error {
+	return h.persistThen(ctx, log, what, writes, nil)
+}
+
+// persistThen is persist, then runs then (when not nil) once the writes
+// landed, in the background too.
+func (h *Handlers) persistThen(ctx context.Context, log *slog.Logger, what string, writes func(ctx context.Context, b *batch) error,
+	then func(ctx context.Context)) error {
+	attempt := func(ctx context.Context, record bool) error {
+		actx, cancel := context.WithTimeout(ctx, h.cleanupTimeout)
+		defer cancel()
+		if record {
+			return h.inTx(actx, writes)
+		}
+		return h.store.InTx(actx, func(ctx context.Context) error { return writes(ctx, &batch{store: h.store}) })
+	}
+	cctx := context.WithoutCancel(ctx)
+	err := attempt(cctx, true)
+	if err == nil {
+		if then != nil {
+			then(cctx)
+		}
+		return nil
+	}
+	if !retriable(err) {
+		log.Warn("the cluster changed since the operation claimed it; its outcome is not recorded",
+			"outcome", what, "error", err)
+		return nil
+	}
+	log.Error("cannot record the operation's outcome; retrying in the background", "outcome", what, "error", err)
+	h.retries.Add(1)
+	go func() {
+		defer h.retries.Done()
+		rctx, cancel := context.WithCancel(cctx)
+		defer cancel()
+		stop := context.AfterFunc(h.lifetime, cancel)
+		defer stop()
+		pause := h.backoff
+		for n := 2; ; n++ {
+			select {
+			case <-rctx.Done():
+				log.Error("the conductor stops; the operation's outcome was not recorded", "outcome", what,
+					"attempts", n-1)
+				return
+			case <-time.After(pause):
+			}
+			err := attempt(rctx, false)
+			switch {
+			case err == nil:
+				log.Info("the operation's outcome is recorded", "outcome", what, "attempts", n)
+				if then != nil {
+					then(rctx)
+				}
+				return
+			case !retriable(err):
+				log.Warn("the cluster changed meanwhile; the operation's outcome is not recorded", "outcome", what,
+					"attempts", n, "error", err)
+				return
+			}
+			log.Warn("cannot record the operation's outcome yet; retrying", "outcome", what, "attempts", n,
+				"retry_in", (2 * pause).String(), "error", err)
+			pause = min(2*pause, 30*h.backoff)
+		}
+	}()
+	return fmt.Errorf("the outcome could not be recorded yet (retried in the background): %w", err)
+}
+
+// retriable reports whether a failed write may land later: anything but
+// the rows having moved on or gone, or a Magnum exception.
+func retriable(err error) bool {
+	var ee *exception.Error
+	return !errors.Is(err, db.ErrStatusChanged) && !errors.As(err, &ee)
+}
+
+// judge runs the status machine on an observation a driver returned with
+// its result, on the rows as stored now, and records its decision. It
+// returns the cluster as decided (nil when nothing was recorded).
+func (h *Handlers) judge(ctx context.Context, log *slog.Logger, uuid string, obs *drivers.Observation) *objects.Cluster {
+	if obs == nil {
+		return nil
+	}
+	c, err := h.store.GetClusterByUUID(ctx, uuid)
+	if err != nil {
+		log.Warn("cannot read the cluster to judge the driver's observation; the status sync will", "error", err)
+		return nil
+	}
+	ngs, err := h.store.ListNodeGroups(ctx, uuid, db.ListOpts{}, db.NodeGroupFilters{})
+	if err != nil {
+		log.Warn("cannot read the nodegroups to judge the driver's observation; the status sync will", "error", err)
+		return nil
+	}
+	d := statusmachine.Decide(statusmachine.Input{Cluster: c, NodeGroups: ngs, Observation: *obs, Fresh: true,
+		Now: time.Now(), Timeouts: h.timeouts})
+	if d.Cluster == nil || d.NeedFresh {
+		return nil
+	}
+	out, err := h.applier.Apply(ctx, c, ngs, d)
+	if err != nil {
+		log.Warn("the driver's observation was not recorded; the status sync will judge the cluster", "error", err)
+		return nil
+	}
+	if !out.Saved {
+		return nil
+	}
+	return d.Cluster
 }
 
 // requireCluster rejects a cluster argument without the fields every

@@ -152,6 +152,7 @@ func (f *fakeCerts) DeleteForCluster(_ context.Context, c *objects.Cluster) erro
 
 // testDriver records calls and fails, panics or hangs on demand.
 type testDriver struct {
+	drivers.Unimplemented
 	mu     sync.Mutex
 	calls  []string
 	fail   map[string]error
@@ -161,53 +162,35 @@ type testDriver struct {
 	release chan struct{}
 	// entered is signalled when a hanging method starts.
 	entered chan string
-	// args keeps the arguments of the last call of each method, after
-	// the cluster (and the template, for upgrade_cluster).
-	args map[string][]any
-	// sm and smErr are what ScaleManager returns.
-	sm      drivers.ScaleManager
-	smErr   error
-	smCalls int
-}
-
-// testScaleManager is a ScaleManager the tests can recognise.
-type testScaleManager struct{ name string }
-
-func (testScaleManager) NodesToRemove(context.Context, *objects.Cluster, *objects.NodeGroup, int) ([]string, error) {
-	return nil, nil
+	// reqs keeps the request of the last call of each method.
+	reqs map[string]any
+	// obs is the observation a method returns with its result.
+	obs map[string]*drivers.Observation
+	// scribble makes every method write on the objects of its request,
+	// as a careless driver would.
+	scribble bool
+	// onCall runs at the start of every method.
+	onCall func(method string)
 }
 
 func newTestDriver() *testDriver {
 	return &testDriver{fail: map[string]error{}, panics: map[string]bool{}, hang: map[string]bool{},
-		release: make(chan struct{}), entered: make(chan string, 8), args: map[string][]any{}}
+		release: make(chan struct{}), entered: make(chan string, 8), reqs: map[string]any{},
+		obs: map[string]*drivers.Observation{}}
 }
 
-func (d *testDriver) record(m string, args ...any) {
+// lastReq returns the request of the last call of m.
+func (d *testDriver) lastReq(m string) any {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.args[m] = args
-}
-
-// lastArgs returns the arguments of the last call of m.
-func (d *testDriver) lastArgs(m string) []any {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.args[m]
-}
-
-func (d *testDriver) ScaleManager(context.Context, *objects.Cluster) (drivers.ScaleManager, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.smCalls++
-	return d.sm, d.smErr
+	return d.reqs[m]
 }
 
 var (
-	_ drivers.Driver               = (*testDriver)(nil)
-	_ drivers.PreDeleter           = (*testDriver)(nil)
-	_ drivers.CARotator            = (*testDriver)(nil)
-	_ drivers.CredentialRotator    = (*testDriver)(nil)
-	_ drivers.ScaleManagerProvider = (*testDriver)(nil)
+	_ drivers.Driver            = (*testDriver)(nil)
+	_ drivers.PreDeleter        = (*testDriver)(nil)
+	_ drivers.CARotator         = (*testDriver)(nil)
+	_ drivers.CredentialRotator = (*testDriver)(nil)
 )
 
 func (d *testDriver) Name() string { return "test" }
@@ -215,11 +198,24 @@ func (d *testDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "test-os", COE: "kubernetes"}}
 }
 
-func (d *testDriver) do(ctx context.Context, m string) error {
+// do records the call of m with req, then fails, panics or hangs as asked.
+func (d *testDriver) do(ctx context.Context, m string, req drivers.ClusterRequest, full any) error {
 	d.mu.Lock()
 	d.calls = append(d.calls, m)
-	err, p, h := d.fail[m], d.panics[m], d.hang[m]
+	d.reqs[m] = full
+	err, p, h, hook := d.fail[m], d.panics[m], d.hang[m], d.onCall
+	scribble := d.scribble
 	d.mu.Unlock()
+	if hook != nil {
+		hook(m)
+	}
+	if scribble {
+		req.Cluster.Status = objects.CreateComplete
+		req.Cluster.APIAddress = objects.Str("https://scribbled")
+		for _, ng := range req.NodeGroups {
+			ng.Status, ng.NodeCount = objects.CreateComplete, 99
+		}
+	}
 	if p {
 		panic("boom in " + m)
 	}
@@ -230,65 +226,56 @@ func (d *testDriver) do(ctx context.Context, m string) error {
 	return err
 }
 
+func (d *testDriver) result(m, stackID string) drivers.Result {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return drivers.Result{StackID: stackID, Observation: d.obs[m]}
+}
+
 func (d *testDriver) Calls() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.calls)
 }
 
-func (d *testDriver) CreateCluster(ctx context.Context, c *objects.Cluster, timeout int) error {
-	d.record("create_cluster", timeout)
-	if err := d.do(ctx, "create_cluster"); err != nil {
-		return err
+func (d *testDriver) CreateCluster(ctx context.Context, req drivers.CreateClusterRequest) (drivers.Result, error) {
+	if err := d.do(ctx, "create_cluster", req.ClusterRequest, req); err != nil {
+		return drivers.Result{}, err
 	}
-	c.StackID = objects.Str("stack-" + objects.Deref(c.UUID))
-	return nil
+	return d.result("create_cluster", "stack-"+objects.Deref(req.Cluster.UUID)), nil
 }
-func (d *testDriver) UpdateCluster(ctx context.Context, c *objects.Cluster, sm drivers.ScaleManager, rollback bool) error {
-	d.record("update_cluster", sm, rollback)
-	return d.do(ctx, "update_cluster")
+func (d *testDriver) UpdateCluster(ctx context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return d.result("update_cluster", ""), d.do(ctx, "update_cluster", req, req)
 }
-func (d *testDriver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
-	return d.do(ctx, "delete_cluster")
+func (d *testDriver) DeleteCluster(ctx context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return d.result("delete_cluster", ""), d.do(ctx, "delete_cluster", req, req)
 }
-func (d *testDriver) PreDeleteCluster(ctx context.Context, c *objects.Cluster) error {
-	return d.do(ctx, "pre_delete_cluster")
+func (d *testDriver) PreDeleteCluster(ctx context.Context, req drivers.ClusterRequest) error {
+	return d.do(ctx, "pre_delete_cluster", req, req)
 }
-func (d *testDriver) ResizeCluster(ctx context.Context, c *objects.Cluster, sm drivers.ScaleManager, nodeCount int,
-	nodesToRemove []string, ng *objects.NodeGroup) error {
-	d.record("resize_cluster", sm, nodeCount, nodesToRemove, ng.UUID, ng.NodeCount)
-	return d.do(ctx, "resize_cluster")
+func (d *testDriver) ResizeCluster(ctx context.Context, req drivers.ResizeRequest) (drivers.Result, error) {
+	return d.result("resize_cluster", ""), d.do(ctx, "resize_cluster", req.ClusterRequest, req)
 }
-func (d *testDriver) UpgradeCluster(ctx context.Context, c *objects.Cluster, ct *objects.ClusterTemplate, maxBatchSize int,
-	ng *objects.NodeGroup, sm drivers.ScaleManager, rollback bool) error {
-	var ngUUID string
-	if ng != nil {
-		ngUUID = ng.UUID
+func (d *testDriver) UpgradeCluster(ctx context.Context, req drivers.UpgradeRequest) (drivers.Result, error) {
+	return d.result("upgrade_cluster", ""), d.do(ctx, "upgrade_cluster", req.ClusterRequest, req)
+}
+func (d *testDriver) CreateNodeGroup(ctx context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
+	if err := d.do(ctx, "create_nodegroup", req.ClusterRequest, req); err != nil {
+		return drivers.Result{}, err
 	}
-	d.record("upgrade_cluster", objects.Deref(ct.UUID), maxBatchSize, ngUUID, sm, rollback)
-	return d.do(ctx, "upgrade_cluster")
+	return d.result("create_nodegroup", "ng-stack"), nil
 }
-func (d *testDriver) CreateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
-	if err := d.do(ctx, "create_nodegroup"); err != nil {
-		return err
-	}
-	ng.StackID = objects.Str("ng-stack")
-	return nil
+func (d *testDriver) UpdateNodeGroup(ctx context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
+	return d.result("update_nodegroup", ""), d.do(ctx, "update_nodegroup", req.ClusterRequest, req)
 }
-func (d *testDriver) UpdateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
-	return d.do(ctx, "update_nodegroup")
+func (d *testDriver) DeleteNodeGroup(ctx context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
+	return d.result("delete_nodegroup", ""), d.do(ctx, "delete_nodegroup", req.ClusterRequest, req)
 }
-func (d *testDriver) DeleteNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
-	return d.do(ctx, "delete_nodegroup")
+func (d *testDriver) RotateCACertificate(ctx context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return d.result("rotate_ca_certificate", ""), d.do(ctx, "rotate_ca_certificate", req, req)
 }
-func (d *testDriver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, _ []*objects.NodeGroup) error {
-	return d.do(ctx, "update_cluster_status")
-}
-func (d *testDriver) RotateCACertificate(ctx context.Context, c *objects.Cluster) error {
-	return d.do(ctx, "rotate_ca_certificate")
-}
-func (d *testDriver) RotateCredential(ctx context.Context, c *objects.Cluster) error {
-	return d.do(ctx, "rotate_credential")
+func (d *testDriver) RotateCredential(ctx context.Context, req drivers.ClusterRequest) error {
+	return d.do(ctx, "rotate_credential", req, req)
 }
 
 // plainDriver has only the required methods (no optional capabilities).
@@ -297,6 +284,44 @@ type plainDriver struct{ drivers.Driver }
 func (plainDriver) Name() string { return "plain" }
 func (plainDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "plain-os", COE: "kubernetes"}}
+}
+
+// flakyStore fails the next n conditional saves as a database that went
+// away would.
+type flakyStore struct {
+	*db.Store
+	mu   sync.Mutex
+	left int
+}
+
+func (s *flakyStore) failNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left = n
+}
+
+func (s *flakyStore) fail() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.left == 0 {
+		return nil
+	}
+	s.left--
+	return errors.New("db: save: invalid connection")
+}
+
+func (s *flakyStore) SaveClusterIf(ctx context.Context, c *objects.Cluster, cond db.ClusterCond) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.SaveClusterIf(ctx, c, cond)
+}
+
+func (s *flakyStore) SaveNodeGroupIf(ctx context.Context, ng *objects.NodeGroup, cond db.NodeGroupCond) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.SaveNodeGroupIf(ctx, ng, cond)
 }
 
 type env struct {
@@ -333,6 +358,7 @@ func newEnv(t *testing.T) *env {
 	e.h, err = New(Deps{
 		Store: e.store, Certs: e.certs, Drivers: reg, Log: discardLog(),
 		Notifications: NewNotifications(e.notes, e.store, "openstack", discardLog()),
+		RetryBackoff:  time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 )
 
@@ -24,16 +25,19 @@ func ngGuard(op string, ng *objects.NodeGroup) error {
 
 // ngOp holds what the three nodegroup handlers share.
 type ngOp struct {
-	h         *Handlers
-	name      string
-	log       *slog.Logger
-	c         *objects.Cluster
-	ng        *objects.NodeGroup
-	uuid      string
-	oldStatus string
-	oldReason *string
+	h    *Handlers
+	name string
+	log  *slog.Logger
+	c    *objects.Cluster
+	ng   *objects.NodeGroup
+	uuid string
+	d    drivers.Driver
+	ct   *objects.ClusterTemplate
+	ngs  []*objects.NodeGroup
 }
 
+// startNodeGroupOp checks the arguments and loads the driver and the
+// cluster's nodegroups.
 func (h *Handlers) startNodeGroupOp(ctx context.Context, op string, c *objects.Cluster, ng *objects.NodeGroup, guard bool) (*ngOp, error) {
 	if err := requireCluster(c); err != nil {
 		return nil, err
@@ -57,56 +61,79 @@ func (h *Handlers) startNodeGroupOp(ctx context.Context, op string, c *objects.C
 			return nil, err
 		}
 	}
-	o := &ngOp{h: h, name: op, log: log, c: c, ng: ng, uuid: uuid, oldStatus: c.Status, oldReason: c.StatusReason}
-	if err := h.claimCluster(ctx, c, objects.UpdateInProgress, allowNodeGroupOpClusterStatus(), func(cur string) error {
-		return exception.NotSupported(fmt.Sprintf("%s when cluster status is \"%s\"", op, cur))
-	}); err != nil {
-		log.Warn("operation refused", "error", err)
+	d, ct, ngs, err := h.opDriver(ctx, log, c)
+	if err != nil {
 		return nil, err
 	}
-	return o, nil
+	return &ngOp{h: h, name: op, log: log, c: c, ng: ng, uuid: uuid, d: d, ct: ct, ngs: ngs}, nil
 }
 
-// abort puts the cluster back when the operation stopped before touching
-// the nodegroup.
-func (o *ngOp) abort(ctx context.Context, err error) error {
-	cctx, cancel := o.h.cleanupCtx(ctx)
-	defer cancel()
-	o.log.Error("nodegroup operation failed", "error", err)
-	o.h.revertCluster(cctx, o.log, o.c, objects.UpdateInProgress, o.oldStatus, o.oldReason)
-	return err
-}
-
-// fail records a failure after the nodegroup was claimed: nodegroup
-// failedStatus with the reason, cluster UPDATE_FAILED.
-func (o *ngOp) fail(ctx context.Context, err error, claimed, failedStatus string) error {
-	cctx, cancel := o.h.cleanupCtx(ctx)
-	defer cancel()
-	o.log.Error("nodegroup operation failed", "error", err)
-	fng := o.h.freshNodeGroup(cctx, o.log, o.ng, o.uuid, o.ng.UUID, err)
-	fng.Status = failedStatus
-	fng.StatusReason = objects.Str(err.Error())
-	o.h.finishNodeGroup(cctx, o.log, fng, claimed)
-	fc := o.h.freshCluster(cctx, o.log, o.c, o.uuid, err)
-	fc.Status = objects.UpdateFailed
-	fc.StatusReason = objects.Str(err.Error())
-	o.h.finishCluster(cctx, o.log, fc, objects.UpdateInProgress)
-	return err
-}
-
-// runDriver loads the cluster's driver and runs one of its nodegroup methods.
-func (o *ngOp) runDriver(ctx context.Context, method string, fn func(ctx context.Context, d drivers.Driver) error) error {
-	d, _, err := o.h.driverFor(ctx, o.c)
-	if err != nil {
-		return err
+// claim moves the cluster to UPDATE_IN_PROGRESS and, in the same
+// transaction, does the nodegroup's part (insert or claim). A lost claim is
+// NotSupported naming the status that refused it.
+func (o *ngOp) claim(ctx context.Context, ngPart func(ctx context.Context, b *batch) error) error {
+	err := o.h.inTx(ctx, func(ctx context.Context, b *batch) error {
+		if err := o.h.claimCluster(ctx, b, o.c, objects.UpdateInProgress, allowNodeGroupOpClusterStatus()); err != nil {
+			return err
+		}
+		return ngPart(ctx, b)
+	})
+	if r := asRefusal(err); r != nil {
+		what := "cluster"
+		if r.nodegroup {
+			what = "nodegroup"
+		}
+		err = exception.NotSupported(fmt.Sprintf("%s when %s status is \"%s\"", o.name, what, r.status))
 	}
-	return o.h.callDriver(ctx, o.log, method, func(ctx context.Context) error { return fn(ctx, d) })
+	if err != nil {
+		o.log.Warn("operation refused", "error", err)
+	}
+	return err
+}
+
+// fail records a failed driver call: nodegroup failedStatus with the
+// reason, cluster UPDATE_FAILED, both only as the operation claimed them.
+func (o *ngOp) fail(ctx context.Context, err error, failedStatus string) error {
+	o.log.Error("nodegroup operation failed", "error", err)
+	claimed, claimedNG := objects.Clone(o.c), objects.Clone(o.ng)
+	failed, failedNG := objects.Clone(o.c), objects.Clone(o.ng)
+	failed.Status, failed.StatusReason = objects.UpdateFailed, objects.Str(err.Error())
+	failedNG.Status, failedNG.StatusReason = failedStatus, objects.Str(err.Error())
+	_ = o.h.persist(ctx, o.log, failedStatus, func(ctx context.Context, b *batch) error {
+		if err := b.nodegroup(ctx, failedNG, db.NodeGroupCond{Read: claimedNG, Fields: db.NodeGroupGuardFields()}); err != nil {
+			return err
+		}
+		return b.cluster(ctx, failed, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()})
+	})
+	return err
+}
+
+// finish records a successful driver call: the Result's stack_id on the
+// nodegroup, then its observation.
+func (o *ngOp) finish(ctx context.Context, res drivers.Result) error {
+	if res.StackID != "" && res.StackID != objects.Deref(o.ng.StackID) {
+		claimedNG := objects.Clone(o.ng)
+		next := objects.Clone(o.ng)
+		next.StackID = objects.Str(res.StackID)
+		if err := o.h.persist(ctx, o.log, "stack_id", func(ctx context.Context, b *batch) error {
+			if err := b.nodegroup(ctx, next, db.NodeGroupCond{Read: claimedNG, Fields: db.NodeGroupGuardFields()}); err != nil {
+				return err
+			}
+			b.done = append(b.done, func() { *o.ng = *next })
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	o.h.judge(ctx, o.log, o.uuid, res.Observation)
+	return nil
 }
 
 // NodeGroupCreate ports nodegroup_conductor.Handler.nodegroup_create:
-// cluster UPDATE_IN_PROGRESS, insert the nodegroup CREATE_IN_PROGRESS and
-// call driver.create_nodegroup. On failure the nodegroup is CREATE_FAILED
-// with the reason and the cluster UPDATE_FAILED.
+// cluster UPDATE_IN_PROGRESS and the nodegroup inserted in
+// CREATE_IN_PROGRESS (one transaction), then driver.create_nodegroup. On
+// failure the nodegroup is CREATE_FAILED with the reason and the cluster
+// UPDATE_FAILED.
 func (h *Handlers) NodeGroupCreate(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) (*objects.NodeGroup, error) {
 	o, err := h.startNodeGroupOp(ctx, "nodegroup_create", c, ng, true)
 	if err != nil {
@@ -116,17 +143,19 @@ func (h *Handlers) NodeGroupCreate(ctx context.Context, c *objects.Cluster, ng *
 	if ng.ProjectID == "" {
 		ng.ProjectID = objects.Deref(c.ProjectID)
 	}
-	if err := h.store.CreateNodeGroup(ctx, ng); err != nil {
-		return nil, o.abort(ctx, err)
+	if err := o.claim(ctx, func(ctx context.Context, b *batch) error { return b.createNodeGroup(ctx, ng) }); err != nil {
+		return nil, err
 	}
 	o.log = o.log.With("nodegroup_uuid", ng.UUID)
-	if err := o.runDriver(ctx, "create_nodegroup", func(ctx context.Context, d drivers.Driver) error {
-		return d.CreateNodeGroup(ctx, c, ng)
-	}); err != nil {
-		return nil, o.fail(ctx, err, objects.CreateInProgress, objects.CreateFailed)
+	req := drivers.NodeGroupRequest{ClusterRequest: clusterRequest(c, o.ct, o.ngs, ng), NodeGroup: objects.Clone(ng)}
+	res, err := h.callDriver(ctx, o.log, "create_nodegroup", func(ctx context.Context) (drivers.Result, error) {
+		return o.d.CreateNodeGroup(ctx, req)
+	})
+	if err != nil {
+		return nil, o.fail(ctx, err, objects.CreateFailed)
 	}
-	if err := h.store.SaveNodeGroup(ctx, ng); err != nil {
-		return nil, o.fail(ctx, err, objects.CreateInProgress, objects.CreateFailed)
+	if err := o.finish(ctx, res); err != nil {
+		return nil, err
 	}
 	return ng, nil
 }
@@ -144,18 +173,20 @@ func (h *Handlers) NodeGroupUpdate(ctx context.Context, c *objects.Cluster, ng *
 	if err != nil {
 		return nil, err
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.UpdateInProgress, allowedNodeGroupStates(), func(cur string) error {
-		return exception.NotSupported(fmt.Sprintf("nodegroup_update when nodegroup status is \"%s\"", cur))
+	if err := o.claim(ctx, func(ctx context.Context, b *batch) error {
+		return h.claimNodeGroup(ctx, b, ng, objects.UpdateInProgress, allowedNodeGroupStates())
 	}); err != nil {
-		return nil, o.abort(ctx, err)
+		return nil, err
 	}
-	if err := o.runDriver(ctx, "update_nodegroup", func(ctx context.Context, d drivers.Driver) error {
-		return d.UpdateNodeGroup(ctx, c, ng)
-	}); err != nil {
-		return nil, o.fail(ctx, err, objects.UpdateInProgress, objects.UpdateFailed)
+	req := drivers.NodeGroupRequest{ClusterRequest: clusterRequest(c, o.ct, o.ngs, ng), NodeGroup: objects.Clone(ng)}
+	res, err := h.callDriver(ctx, o.log, "update_nodegroup", func(ctx context.Context) (drivers.Result, error) {
+		return o.d.UpdateNodeGroup(ctx, req)
+	})
+	if err != nil {
+		return nil, o.fail(ctx, err, objects.UpdateFailed)
 	}
-	if err := h.store.SaveNodeGroup(ctx, ng); err != nil {
-		return nil, o.fail(ctx, err, objects.UpdateInProgress, objects.UpdateFailed)
+	if err := o.finish(ctx, res); err != nil {
+		return nil, err
 	}
 	return ng, nil
 }
@@ -163,8 +194,8 @@ func (h *Handlers) NodeGroupUpdate(ctx context.Context, c *objects.Cluster, ng *
 // NodeGroupDelete ports nodegroup_conductor.Handler.nodegroup_delete:
 // cluster UPDATE_IN_PROGRESS, nodegroup DELETE_IN_PROGRESS (saved, unlike
 // Magnum), then driver.delete_nodegroup; the periodic sync removes the
-// row. On failure the nodegroup is DELETE_FAILED with the reason and the
-// cluster UPDATE_FAILED.
+// row once the driver reports it gone. On failure the nodegroup is
+// DELETE_FAILED with the reason and the cluster UPDATE_FAILED.
 func (h *Handlers) NodeGroupDelete(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
 	if err := requireNodeGroup(ng); err != nil {
 		return err
@@ -173,15 +204,17 @@ func (h *Handlers) NodeGroupDelete(ctx context.Context, c *objects.Cluster, ng *
 	if err != nil {
 		return err
 	}
-	if err := h.claimNodeGroup(ctx, ng, objects.DeleteInProgress, allowNodeGroupDeleteStatus(), func(cur string) error {
-		return exception.NotSupported(fmt.Sprintf("nodegroup_delete when nodegroup status is \"%s\"", cur))
+	if err := o.claim(ctx, func(ctx context.Context, b *batch) error {
+		return h.claimNodeGroup(ctx, b, ng, objects.DeleteInProgress, allowNodeGroupDeleteStatus())
 	}); err != nil {
-		return o.abort(ctx, err)
+		return err
 	}
-	if err := o.runDriver(ctx, "delete_nodegroup", func(ctx context.Context, d drivers.Driver) error {
-		return d.DeleteNodeGroup(ctx, c, ng)
-	}); err != nil {
-		return o.fail(ctx, err, objects.DeleteInProgress, objects.DeleteFailed)
+	req := drivers.NodeGroupRequest{ClusterRequest: clusterRequest(c, o.ct, o.ngs, ng), NodeGroup: objects.Clone(ng)}
+	res, err := h.callDriver(ctx, o.log, "delete_nodegroup", func(ctx context.Context) (drivers.Result, error) {
+		return o.d.DeleteNodeGroup(ctx, req)
+	})
+	if err != nil {
+		return o.fail(ctx, err, objects.DeleteFailed)
 	}
-	return nil
+	return o.finish(ctx, res)
 }

@@ -213,6 +213,15 @@ func (n *Notifications) ClusterEvent(ctx context.Context, action, outcome string
 				"cluster_uuid", *c.UUID, "error", err)...)
 		}
 	}
+	n.ClusterEventWith(ctx, action, outcome, c, ngs)
+}
+
+// ClusterEventWith is ClusterEvent with the cluster's nodegroups as given
+// (as they were before an operation changed them), not as stored now.
+func (n *Notifications) ClusterEventWith(ctx context.Context, action, outcome string, c *objects.Cluster, ngs []*objects.NodeGroup) {
+	if n.notifier == nil {
+		return
+	}
 	priority := PriorityInfo
 	if outcome == OutcomeFailure {
 		priority = PriorityError

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
@@ -216,10 +215,11 @@ func (s *Store) SaveClusterIfStatus(ctx context.Context, c *objects.Cluster, all
 	if allowed == nil {
 		allowed = []string{}
 	}
-	return s.saveCluster(ctx, c, allowed)
+	return s.saveCluster(ctx, c, &ClusterCond{Status: allowed})
 }
 
-func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, allowed []string) error {
+// saveCluster writes c's changes, under cond when it is not nil.
+func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, cond *ClusterCond) error {
 	if err := writable(c); err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, allowed []s
 		return exception.ClusterNotFound(nil)
 	}
 	cols := changedColumns(c, clusterColumns())
-	if len(cols) == 0 && allowed == nil {
+	if len(cols) == 0 && cond == nil {
 		objects.ResetChanges(c)
 		return nil
 	}
@@ -243,33 +243,26 @@ func (s *Store) saveCluster(ctx context.Context, c *objects.Cluster, allowed []s
 	}
 	w := &where{}
 	w.add(s.q("uuid")+" = ?", *c.UUID)
-	if allowed != nil {
-		w.in(s.q("status"), allowed)
+	if cond != nil {
+		if err := s.addClusterCond(w, cond); err != nil {
+			return err
+		}
 	}
 	n, err := s.updateRetried(ctx, "save cluster", row, w, cols)
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		return s.noRowUpdated(ctx, "cluster", *c.UUID, allowed, func() error { return exception.ClusterNotFound(*c.UUID) })
+		if cond == nil {
+			return exception.ClusterNotFound(*c.UUID)
+		}
+		return s.noRowMatched(ctx, "cluster", *c.UUID, cond.Status, cond.Fields, func() error {
+			return exception.ClusterNotFound(*c.UUID)
+		})
 	}
 	c.UpdatedAt = utcPtr(row.Updated)
 	objects.ResetChanges(c)
 	return nil
-}
-
-// noRowUpdated explains a conditional UPDATE that matched nothing: the row
-// is gone (notFound) or its status is not allowed (ErrStatusChanged).
-func (s *Store) noRowUpdated(ctx context.Context, table, u string, allowed []string, notFound func() error) error {
-	var statuses []*string
-	if err := s.ctxDB(ctx).Table(table).Where(s.q("uuid")+" = ?", u).Limit(1).
-		Pluck("status", &statuses).Error; err != nil {
-		return s.wrap("save "+table, err)
-	}
-	if len(statuses) == 0 || allowed == nil {
-		return notFound()
-	}
-	return fmt.Errorf("%w: %s %s is %s, not one of %v", ErrStatusChanged, table, u, objects.Deref(statuses[0]), allowed)
 }
 
 // DestroyCluster is destroy_cluster: a hard DELETE by uuid (or id);

@@ -200,15 +200,16 @@ func (s *Store) SaveNodeGroupIfStatus(ctx context.Context, n *objects.NodeGroup,
 	if allowed == nil {
 		allowed = []string{}
 	}
-	return s.saveNodeGroup(ctx, n, allowed)
+	return s.saveNodeGroup(ctx, n, &NodeGroupCond{Status: allowed})
 }
 
-func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, allowed []string) error {
+// saveNodeGroup writes n's changes, under cond when it is not nil.
+func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, cond *NodeGroupCond) error {
 	if err := writable(n); err != nil {
 		return err
 	}
 	cols := changedColumns(n, nodeGroupColumns())
-	if len(cols) == 0 && allowed == nil {
+	if len(cols) == 0 && cond == nil {
 		objects.ResetChanges(n)
 		return nil
 	}
@@ -221,8 +222,10 @@ func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, allowed
 	w := &where{}
 	w.add(s.q("uuid")+" = ?", n.UUID)
 	w.add(s.q("cluster_id")+" = ?", n.ClusterID)
-	if allowed != nil {
-		w.in(s.q("status"), allowed)
+	if cond != nil {
+		if err := s.addNodeGroupCond(w, cond); err != nil {
+			return err
+		}
 	}
 	var cnt int64
 	err := s.retry(ctx, "save nodegroup", func() error {
@@ -237,12 +240,19 @@ func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, allowed
 		return err
 	}
 	if cnt == 0 {
-		return s.noRowUpdated(ctx, "nodegroup", n.UUID, allowed, func() error { return exception.NodeGroupNotFound(n.UUID) })
+		if cond == nil {
+			return exception.NodeGroupNotFound(n.UUID)
+		}
+		return s.noRowMatched(ctx, "nodegroup", n.UUID, cond.Status, cond.Fields, func() error {
+			return exception.NodeGroupNotFound(n.UUID)
+		})
 	}
 	n.UpdatedAt = utcPtr(row.Updated)
 	objects.ResetChanges(n)
 	return nil
 }
+
+func nodeGroupNotFound(ident string) error { return exception.NodeGroupNotFound(ident) }
 
 // DestroyNodeGroup is destroy_nodegroup (by uuid or id, within the cluster).
 func (s *Store) DestroyNodeGroup(ctx context.Context, clusterUUID, ident string) error {

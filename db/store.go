@@ -278,7 +278,13 @@ func isRetriable(err error) bool {
 // retry runs fn, and again on deadlocks, as oslo.db's wrap_db_retry with
 // retry_on_deadlock: up to max_retries more times (20 when unset), with an
 // interval doubling from 100 ms up to 2 s.
+//
+// Inside a transaction (InTx) fn runs once: a deadlock rolled the whole
+// transaction back, and InTx runs it again.
 func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
+	if txOf(ctx) != nil {
+		return s.wrap(op, fn())
+	}
 	limit := s.maxRetries
 	if limit <= 0 {
 		limit = 20
@@ -320,8 +326,14 @@ func (s *Store) wrap(op string, err error) error {
 	return fmt.Errorf("db: %s: %w", op, err)
 }
 
-// ctxDB returns a GORM session bound to ctx.
-func (s *Store) ctxDB(ctx context.Context) *gorm.DB { return s.gdb.WithContext(ctx) }
+// ctxDB returns a GORM session bound to ctx: the transaction ctx carries
+// (InTx), else the pool.
+func (s *Store) ctxDB(ctx context.Context) *gorm.DB {
+	if tx := txOf(ctx); tx != nil {
+		return tx
+	}
+	return s.gdb.WithContext(ctx)
+}
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

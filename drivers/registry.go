@@ -126,6 +126,15 @@ func (r *Registry) Driver(name string) (Driver, bool) {
 	return d, ok
 }
 
+// Drivers returns the enabled drivers, sorted by name.
+func (r *Registry) Drivers() []Driver {
+	out := make([]Driver, 0, len(r.names))
+	for _, n := range r.names {
+		out = append(out, r.byName[n])
+	}
+	return out
+}
+
 // Names returns the names of the enabled drivers, sorted.
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 

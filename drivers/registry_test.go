@@ -1,7 +1,6 @@
 package drivers_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -12,17 +11,13 @@ import (
 )
 
 type fakeDriver struct {
-	drivers.Driver
+	drivers.Unimplemented
 	name string
 	keys []drivers.Key
 }
 
 func (f *fakeDriver) Name() string            { return f.name }
 func (f *fakeDriver) Provides() []drivers.Key { return f.keys }
-
-func (f *fakeDriver) UpdateClusterStatus(context.Context, *objects.Cluster, []*objects.NodeGroup) error {
-	return nil
-}
 
 func key(os string) drivers.Key { return drivers.Key{ServerType: "vm", OS: os, COE: "kubernetes"} }
 

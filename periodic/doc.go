@@ -2,6 +2,14 @@
 // magnum/service/periodic.py and magnum/servicegroup): sync_cluster_status,
 // sync_cluster_health_status and the update_magnum_service heartbeat.
 //
+// sync_cluster_status asks the driver of each cluster with an operation in
+// progress what its back end shows (drivers.Driver.Observe), has the status
+// machine (drivers/statusmachine) judge it, and records the decision with
+// conductor/clusterstate: saves conditional on the rows as read at the start of the
+// cycle, in one transaction holding the cluster's lock, then the
+// notification, then the end of a deletion. A cluster in CREATE_IN_PROGRESS
+// is observed only once its create handler stored the driver's stack_id.
+//
 // Each task is a Job with a name, a spacing and RunOnce. A Runner schedules
 // jobs with jitter, runs them at start and never overlaps two runs of one
 // job: a slow cycle delays the next one instead of stacking. Per-cluster work

@@ -128,6 +128,10 @@ func (s *memStore) save(c *objects.Cluster, allowed []string) error {
 			cur.ContainerVersion = c.ContainerVersion
 		case "stack_id":
 			cur.StackID = c.StackID
+		case "cluster_template_id":
+			cur.ClusterTemplateID = c.ClusterTemplateID
+		case "labels":
+			cur.Labels = maps.Clone(c.Labels)
 		}
 	}
 	objects.ResetChanges(cur)
@@ -139,6 +143,64 @@ func (s *memStore) SaveCluster(_ context.Context, c *objects.Cluster) error { re
 
 func (s *memStore) SaveClusterIfStatus(_ context.Context, c *objects.Cluster, allowed []string) error {
 	return s.save(c, allowed)
+}
+
+// InTx runs fn: each call of the memory store is atomic on its own, which
+// is all the unit tests need (the real transactions are tested on MariaDB).
+func (s *memStore) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return fn(ctx)
+}
+
+func (s *memStore) LockCluster(_ context.Context, uuid string) (*objects.Cluster, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clusters[uuid]
+	if !ok {
+		return nil, exception.ClusterNotFound(uuid)
+	}
+	return copyCluster(c), nil
+}
+
+func (s *memStore) SaveClusterIf(_ context.Context, c *objects.Cluster, cond db.ClusterCond) error {
+	s.mu.Lock()
+	cur, ok := s.clusters[objects.Deref(c.UUID)]
+	if ok && len(cond.Fields) > 0 && !db.ClusterUnchanged(cond.Read, cur) {
+		s.mu.Unlock()
+		return db.ErrStatusChanged
+	}
+	s.mu.Unlock()
+	return s.save(c, cond.Status)
+}
+
+func (s *memStore) SaveNodeGroupIf(_ context.Context, n *objects.NodeGroup, cond db.NodeGroupCond) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.ngs[n.ClusterID][n.UUID]
+	switch {
+	case !ok:
+		return exception.NodeGroupNotFound(n.UUID)
+	case cond.Status != nil && !slices.Contains(cond.Status, cur.Status),
+		len(cond.Fields) > 0 && !db.NodeGroupUnchanged(cond.Read, cur):
+		return db.ErrStatusChanged
+	}
+	s.ngs[n.ClusterID][n.UUID] = copyNG(n)
+	objects.ResetChanges(n)
+	return nil
+}
+
+func (s *memStore) DestroyNodeGroupIf(_ context.Context, clusterUUID, uuid string, cond db.NodeGroupCond) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.ngs[clusterUUID][uuid]
+	switch {
+	case !ok:
+		return exception.NodeGroupNotFound(uuid)
+	case cond.Status != nil && !slices.Contains(cond.Status, cur.Status),
+		len(cond.Fields) > 0 && !db.NodeGroupUnchanged(cond.Read, cur):
+		return db.ErrStatusChanged
+	}
+	delete(s.ngs[clusterUUID], uuid)
+	return nil
 }
 
 func (s *memStore) DestroyCluster(_ context.Context, uuid string) error {

@@ -142,11 +142,11 @@ func (j *SyncClusterHealth) pollOne(ctx context.Context, c *objects.Cluster, tem
 	if autoHealerRunning(c) {
 		return "", nil
 	}
-	d, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
+	d, ct, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
 	if err != nil {
 		return "driver", err
 	}
-	h, pollErr := j.poll(ctx, d, c)
+	h, pollErr := j.poll(ctx, d, c, ct)
 	stage := ""
 	if pollErr != nil {
 		stage = "poll"
@@ -179,7 +179,7 @@ func (j *SyncClusterHealth) pollOne(ctx context.Context, c *objects.Cluster, tem
 
 // poll runs the cluster's monitor with the poll timeout; a panic in the
 // monitor is an error like any other.
-func (j *SyncClusterHealth) poll(ctx context.Context, d drivers.Driver, c *objects.Cluster) (h drivers.Health, err error) {
+func (j *SyncClusterHealth) poll(ctx context.Context, d drivers.Driver, c *objects.Cluster, ct *objects.ClusterTemplate) (h drivers.Health, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			h, err = drivers.Health{}, fmt.Errorf("monitor panic: %v", p)
@@ -191,7 +191,7 @@ func (j *SyncClusterHealth) poll(ctx context.Context, d drivers.Driver, c *objec
 	defer cancel()
 	var mon drivers.Monitor
 	if mp, ok := d.(drivers.MonitorProvider); ok {
-		mon, err = mp.Monitor(ctx, c)
+		mon, err = mp.Monitor(ctx, drivers.ClusterRequest{Cluster: objects.Clone(c), Template: objects.Clone(ct)})
 	} else if j.d.Monitors != nil {
 		mon, err = j.d.Monitors.Monitor(ctx, c)
 	}

@@ -192,10 +192,10 @@ func TestSyncFinishesDeletionOnce(t *testing.T) {
 	}
 }
 
-// oddDriver sets a status without a CADF action, panics, or lets another
-// actor change the cluster while it is polled.
+// oddDriver reports odd observations, panics, or lets another actor change
+// the cluster while it is observed.
 type oddDriver struct {
-	drivers.Driver
+	drivers.Unimplemented
 	store *memStore
 }
 
@@ -203,13 +203,24 @@ func (d *oddDriver) Name() string { return "odd" }
 func (d *oddDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "odd", COE: "kubernetes"}}
 }
-func (d *oddDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+
+// ready reports the cluster and every nodegroup of req ready.
+func ready(req drivers.ObserveRequest) drivers.Observation {
+	obs := drivers.Observation{Phase: drivers.PhaseReady, NodeGroups: map[string]drivers.NodeGroupObservation{}}
+	for _, ng := range req.NodeGroups {
+		obs.NodeGroups[ng.UUID] = drivers.NodeGroupObservation{Phase: drivers.PhaseReady}
+	}
+	return obs
+}
+
+func (d *oddDriver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
+	c := req.Cluster
 	switch c.Labels["odd"] {
 	case "resized", "new nodegroup":
 		// An operation allowed in UPDATE_IN_PROGRESS lands after the
 		// cycle read the nodegroups: a resize of the worker, or a new
-		// nodegroup. The driver, judging the nodegroups it was given,
-		// completes everything.
+		// nodegroup. The driver, which saw neither, reports everything
+		// ready.
 		d.store.mu.Lock()
 		if c.Labels["odd"] == "resized" {
 			w := d.store.ngs[*c.UUID][*c.UUID+"-w"]
@@ -219,12 +230,9 @@ func (d *oddDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, n
 				Name: "extra", Role: objects.RoleWorker, NodeCount: 1, Status: objects.CreateInProgress}
 		}
 		d.store.mu.Unlock()
-		for _, ng := range ngs {
-			ng.Status = objects.UpdateComplete
-		}
-		c.Status = objects.UpdateComplete
-	case "resume":
-		c.Status = objects.ResumeFailed
+		return ready(req), nil
+	case "pending":
+		return drivers.Observation{Phase: drivers.PhasePending, Reason: "cache behind"}, nil
 	case "panic":
 		panic("driver bug")
 	case "race":
@@ -232,11 +240,11 @@ func (d *oddDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, n
 		other := d.store.cluster(*c.UUID)
 		other.Status = objects.DeleteInProgress
 		if err := d.store.SaveCluster(context.Background(), other); err != nil {
-			return err
+			return drivers.Observation{}, err
 		}
-		c.Status = objects.UpdateComplete
+		return ready(req), nil
 	}
-	return nil
+	return drivers.Observation{}, nil
 }
 
 func TestSyncSkipsBadClustersAndGoesOn(t *testing.T) {
@@ -250,7 +258,7 @@ func TestSyncSkipsBadClustersAndGoesOn(t *testing.T) {
 	noTemplate := e.addCluster(1, objects.UpdateInProgress, simulated.OpUpdate, nil, "missing")
 	noDriver := e.addCluster(2, objects.UpdateInProgress, simulated.OpUpdate, nil, "gone-driver")
 	panics := e.addCluster(3, objects.UpdateInProgress, "", map[string]string{"odd": "panic"}, "odd")
-	resume := e.addCluster(4, objects.UpdateInProgress, "", map[string]string{"odd": "resume"}, "odd")
+	pending := e.addCluster(4, objects.UpdateInProgress, "", map[string]string{"odd": "pending"}, "odd")
 	race := e.addCluster(5, objects.UpdateInProgress, "", map[string]string{"odd": "race"}, "odd")
 	good := e.addCluster(6, objects.UpdateInProgress, simulated.OpUpdate, nil, "ct")
 	resized := e.addCluster(7, objects.UpdateInProgress, "", map[string]string{"odd": "resized"}, "odd")
@@ -277,8 +285,8 @@ func TestSyncSkipsBadClustersAndGoesOn(t *testing.T) {
 			t.Fatalf("bad cluster %s changed to %s", u, c.Status)
 		}
 	}
-	if c := e.store.cluster(resume); c.Status != objects.ResumeFailed {
-		t.Fatalf("unmapped status not saved: %s", c.Status)
+	if c := e.store.cluster(pending); c.Status != objects.UpdateInProgress || objects.Deref(c.StatusReason) != "cache behind" {
+		t.Fatalf("pending cluster: %s %q", c.Status, objects.Deref(c.StatusReason))
 	}
 	if c := e.store.cluster(race); c.Status != objects.DeleteInProgress {
 		t.Fatalf("stale poll overwrote a concurrent change: %s", c.Status)
@@ -291,22 +299,6 @@ func TestSyncSkipsBadClustersAndGoesOn(t *testing.T) {
 	}
 }
 
-func TestStatusToEvent(t *testing.T) {
-	for status, want := range map[string][3]string{
-		objects.CreateComplete: {"create", "success", "true"}, objects.CreateFailed: {"create", "failure", "true"},
-		objects.UpdateComplete: {"update", "success", "true"}, objects.RollbackFailed: {"update", "failure", "true"},
-		objects.DeleteComplete: {"delete", "success", "true"}, objects.DeleteFailed: {"delete", "failure", "true"},
-		objects.RollbackComplete: {"update", "success", "true"}, objects.UpdateFailed: {"update", "failure", "true"},
-		objects.ResumeFailed: {"", "failure", "false"}, objects.SnapshotComplete: {"", "success", "false"},
-		objects.CreateInProgress: {"", "", "false"},
-	} {
-		a, o, ok := periodic.StatusToEvent(status)
-		if a != want[0] || o != want[1] || fmt.Sprint(ok) != want[2] {
-			t.Errorf("%s: got %q %q %v, want %v", status, a, o, ok, want)
-		}
-	}
-}
-
 // panicMonitorDriver is the simulated driver with a monitor that panics for
 // label boom=true.
 type panicMonitorDriver struct{ *simulated.Driver }
@@ -315,7 +307,7 @@ func (d panicMonitorDriver) Name() string { return "boom" }
 func (d panicMonitorDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "boom", COE: "kubernetes"}}
 }
-func (d panicMonitorDriver) Monitor(ctx context.Context, c *objects.Cluster) (drivers.Monitor, error) {
+func (d panicMonitorDriver) Monitor(context.Context, drivers.ClusterRequest) (drivers.Monitor, error) {
 	panic("monitor bug")
 }
 
@@ -425,7 +417,7 @@ func TestHealthUsesTheKubernetesMonitorForDriversWithoutOne(t *testing.T) {
 	}
 }
 
-// blockingDriver signals entered and waits for release in each status poll.
+// blockingDriver signals entered and waits for release in each Observe.
 type blockingDriver struct {
 	*simulated.Driver
 	entered chan string
@@ -434,13 +426,13 @@ type blockingDriver struct {
 	calls   int
 }
 
-func (d *blockingDriver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+func (d *blockingDriver) Observe(ctx context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
 	d.mu.Lock()
 	d.calls++
 	d.mu.Unlock()
-	d.entered <- *c.UUID
+	d.entered <- *req.Cluster.UUID
 	<-d.release
-	return d.Driver.UpdateClusterStatus(ctx, c, ngs)
+	return d.Driver.Observe(ctx, req)
 }
 
 func TestSyncIsSingleFlightPerCluster(t *testing.T) {
@@ -480,9 +472,10 @@ func TestSyncIsSingleFlightPerCluster(t *testing.T) {
 	}
 }
 
-// TestSyncGivesDefaultNodeGroupsTheClusterStackID: a create whose copy of
-// stack_id to its default nodegroups failed (cluster_create only logs it)
-// gets it at the next sync; nodegroups that are not default keep theirs.
+// TestSyncGivesDefaultNodeGroupsTheClusterStackID: default nodegroups
+// without the cluster's stack_id (rows of an older conductor, whose
+// cluster_create only logged a failed copy) get it at the next sync;
+// nodegroups that are not default keep theirs.
 func TestSyncGivesDefaultNodeGroupsTheClusterStackID(t *testing.T) {
 	e := newEnv(t)
 	uuid := "00000000-0000-4000-8000-000000000042"

@@ -26,7 +26,7 @@ func (d notReadyDriver) Name() string { return "away" }
 func (d notReadyDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "away", COE: "kubernetes"}}
 }
-func (d notReadyDriver) Monitor(context.Context, *objects.Cluster) (drivers.Monitor, error) {
+func (d notReadyDriver) Monitor(context.Context, drivers.ClusterRequest) (drivers.Monitor, error) {
 	return nil, errAway
 }
 

@@ -17,11 +17,12 @@ import (
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
-// recDriver records the clusters it is polled for and monitors. A status
-// poll fails once for the clusters in failOnce; a successful one completes
-// a cluster in progress.
+// recDriver records the clusters it is polled for and monitors. An Observe
+// fails once for the clusters in failOnce; a successful one reports a
+// cluster being created, and its nodegroups, ready, and any other in
+// progress.
 type recDriver struct {
-	drivers.Driver
+	drivers.Unimplemented
 	mu        sync.Mutex
 	polled    []string
 	monitored []string
@@ -33,19 +34,19 @@ func (d *recDriver) Provides() []drivers.Key {
 	return []drivers.Key{{ServerType: "vm", OS: "rec", COE: "kubernetes"}}
 }
 
-func (d *recDriver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, _ []*objects.NodeGroup) error {
+func (d *recDriver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	uuid := objects.Deref(c.UUID)
+	uuid := objects.Deref(req.Cluster.UUID)
 	d.polled = append(d.polled, uuid)
 	if d.failOnce[uuid] {
 		delete(d.failOnce, uuid)
-		return errors.New("the management cluster timed out")
+		return drivers.Observation{}, errors.New("the management cluster timed out")
 	}
-	if c.Status == objects.CreateInProgress {
-		c.Status = objects.CreateComplete
+	if req.Cluster.Status == objects.CreateInProgress {
+		return ready(req), nil
 	}
-	return nil
+	return drivers.Observation{Phase: drivers.PhaseInProgress}, nil
 }
 
 type healthyMonitor struct{}
@@ -54,10 +55,10 @@ func (healthyMonitor) PollHealth(context.Context) (drivers.Health, error) {
 	return drivers.Health{Status: objects.Healthy, Reason: map[string]string{"api": "ok"}}, nil
 }
 
-func (d *recDriver) Monitor(_ context.Context, c *objects.Cluster) (drivers.Monitor, error) {
+func (d *recDriver) Monitor(_ context.Context, req drivers.ClusterRequest) (drivers.Monitor, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.monitored = append(d.monitored, objects.Deref(c.UUID))
+	d.monitored = append(d.monitored, objects.Deref(req.Cluster.UUID))
 	return healthyMonitor{}, nil
 }
 
@@ -75,12 +76,12 @@ func newRecEnv(t *testing.T) (*env, *recDriver) {
 	return e, rec
 }
 
-// seedEveryStatus adds one cluster per cluster status and returns their
-// UUIDs by status.
+// seedEveryStatus adds one cluster per cluster status, each handed to its
+// driver (a stack_id), and returns their UUIDs by status.
 func seedEveryStatus(e *env) map[string]string {
 	byStatus := map[string]string{}
 	for i, status := range objects.ClusterStatuses {
-		byStatus[status] = e.addCluster(i+1, status, "", nil, "rec")
+		byStatus[status] = e.addCluster(i+1, status, "rec", nil, "rec")
 	}
 	return byStatus
 }
@@ -123,7 +124,7 @@ func TestSyncPollsOnlyClustersInProgress(t *testing.T) {
 // it was, and the next cycle polls it again and completes it.
 func TestSyncRetriesAFailedPollNextCycle(t *testing.T) {
 	e, rec := newRecEnv(t)
-	uuid := e.addCluster(1, objects.CreateInProgress, "", nil, "rec")
+	uuid := e.addCluster(1, objects.CreateInProgress, "rec", nil, "rec")
 	rec.failOnce[uuid] = true
 	e.runSync()
 	if c := e.store.cluster(uuid); c.Status != objects.CreateInProgress || len(e.notifier.all()) != 0 {
@@ -138,6 +139,30 @@ func TestSyncRetriesAFailedPollNextCycle(t *testing.T) {
 	}
 	if got := e.notifier.all(); !slices.Equal(got, []event{{uuid, "create", "success"}}) {
 		t.Fatalf("events %v", got)
+	}
+}
+
+// TestSyncLeavesACreateNotHandedOverAlone: a cluster in
+// CREATE_IN_PROGRESS without stack_id is still its create handler's (in
+// this or another conductor): the sync does not ask the driver, and
+// nothing, not even a driver that would report it ready, completes it
+// (#28: a create is done only when its driver says so).
+func TestSyncLeavesACreateNotHandedOverAlone(t *testing.T) {
+	e, rec := newRecEnv(t)
+	uuid := e.addCluster(1, objects.CreateInProgress, "", nil, "rec")
+	sim := e.addCluster(2, objects.CreateInProgress, "", nil, "ct")
+	e.clock.Advance(2 * time.Hour)
+	e.runSync()
+	if polled, _ := rec.seen(); len(polled) != 0 {
+		t.Fatalf("polled %v", polled)
+	}
+	for _, u := range []string{uuid, sim} {
+		if c := e.store.cluster(u); c.Status != objects.CreateInProgress || len(e.store.saved[u]) != 0 {
+			t.Fatalf("cluster %s: %s, saves %v", u, c.Status, e.store.saved[u])
+		}
+	}
+	if ev := e.notifier.all(); len(ev) != 0 {
+		t.Fatalf("events %v", ev)
 	}
 }
 

@@ -4,21 +4,18 @@ import (
 	"context"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/conductor/clusterstate"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 )
 
 // ClusterStore is the part of db.Store the cluster jobs use.
 type ClusterStore interface {
+	clusterstate.Store
 	ListClusters(ctx context.Context, opts db.ListOpts, f db.ClusterFilters) ([]*objects.Cluster, error)
 	GetClusterTemplateByUUID(ctx context.Context, uuid string) (*objects.ClusterTemplate, error)
 	SaveCluster(ctx context.Context, c *objects.Cluster) error
-	SaveClusterIfStatus(ctx context.Context, c *objects.Cluster, allowed []string) error
-	DestroyCluster(ctx context.Context, uuid string) error
-	ListNodeGroups(ctx context.Context, clusterUUID string, opts db.ListOpts, f db.NodeGroupFilters) ([]*objects.NodeGroup, error)
 	ListNodeGroupsOfClusters(ctx context.Context, clusterUUIDs []string) (map[string][]*objects.NodeGroup, error)
-	SaveNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
-	DestroyNodeGroup(ctx context.Context, clusterUUID, uuid string) error
 }
 
 // ServiceStore is the part of db.Store the heartbeat and the membership use.

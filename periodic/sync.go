@@ -6,55 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/conductor/clusterstate"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 )
-
-// CADF actions and outcomes (pycadf.cadftaxonomy).
-const (
-	ActionCreate   = "create"
-	ActionUpdate   = "update"
-	ActionDelete   = "delete"
-	OutcomeSuccess = "success"
-	OutcomeFailure = "failure"
-	OutcomePending = "pending"
-)
-
-// statusToEvent is ClusterUpdateJob.status_to_event.
-var statusToEvent = map[string]string{
-	objects.DeleteComplete:   ActionDelete,
-	objects.CreateComplete:   ActionCreate,
-	objects.UpdateComplete:   ActionUpdate,
-	objects.RollbackComplete: ActionUpdate,
-	objects.CreateFailed:     ActionCreate,
-	objects.DeleteFailed:     ActionDelete,
-	objects.UpdateFailed:     ActionUpdate,
-	objects.RollbackFailed:   ActionUpdate,
-}
-
-// StatusToEvent returns the CADF action and outcome notified when a
-// cluster reaches status, as status_to_event does; ok is false for statuses
-// without an action (they are logged, never fatal, unlike Magnum's
-// KeyError, §K.4).
-func StatusToEvent(status string) (action, outcome string, ok bool) {
-	switch {
-	case strings.HasSuffix(status, "_COMPLETE"):
-		outcome = OutcomeSuccess
-	case strings.HasSuffix(status, "_FAILED"):
-		outcome = OutcomeFailure
-	default:
-		return "", "", false
-	}
-	action, ok = statusToEvent[status]
-	return action, outcome, ok
-}
 
 // syncStatuses are the statuses sync_cluster_status polls. DELETE_COMPLETE
 // is added to Magnum's four: a row still in that state is a deletion whose
@@ -66,6 +26,8 @@ var syncStatuses = []string{
 
 // SyncOptions configure sync_cluster_status.
 type SyncOptions struct {
+	// Timeouts are the status machine's deadlines.
+	Timeouts statusmachine.Timeouts
 	// Spacing defaults to 10 s, Magnum's fixed value; negative disables.
 	Spacing time.Duration
 	// Workers bounds the clusters handled at once (default 32).
@@ -90,6 +52,8 @@ type Deps struct {
 type SyncClusterStatus struct {
 	o        SyncOptions
 	d        Deps
+	applier  *clusterstate.Applier
+	now      func() time.Time
 	inflight inFlight
 }
 
@@ -107,7 +71,12 @@ func NewSyncClusterStatus(o SyncOptions, d Deps) (*SyncClusterStatus, error) {
 	if d.Store == nil || d.Drivers == nil || d.Sharder == nil || d.Log == nil {
 		return nil, errors.New("periodic: sync_cluster_status needs a store, drivers, a sharder and a logger")
 	}
-	return &SyncClusterStatus{o: o, d: d}, nil
+	j := &SyncClusterStatus{o: o, d: d, now: time.Now}
+	j.applier = &clusterstate.Applier{Store: d.Store, Certs: d.Certs, Log: d.Log}
+	if d.Notifier != nil {
+		j.applier.Notifier = d.Notifier
+	}
+	return j, nil
 }
 
 // Name implements Job.
@@ -117,8 +86,10 @@ func (j *SyncClusterStatus) Name() string { return "sync_cluster_status" }
 func (j *SyncClusterStatus) Spacing() time.Duration { return j.o.Spacing }
 
 // RunOnce asks the driver of every in-progress cluster this conductor owns
-// for its status, saves what changed, notifies the end of operations and
-// finishes deletions (ClusterUpdateJob.update_status).
+// what its back end shows, has the status machine judge it, and records the
+// decision: saves conditional on the rows as read at the start of the
+// cycle, notifications of the operations that ended, deletions finished
+// (ClusterUpdateJob.update_status).
 func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 	ctx = request.With(ctx, request.Admin())
 	shard, err := j.d.Sharder.Snapshot(ctx)
@@ -141,9 +112,9 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 	j.d.Metrics.setHandled(j.Name(), len(mine))
 	// One query (per 500 clusters) for all their nodegroups instead of one
 	// per cluster. Some operations are allowed on a cluster in progress
-	// (resize, nodegroup create and update in UPDATE_IN_PROGRESS), so a
-	// cluster whose poll would write anything has its nodegroups read
-	// again first, and its result is dropped if they changed (syncOne).
+	// (resize, nodegroup create and update in UPDATE_IN_PROGRESS): a
+	// decision is recorded only while the cluster and its nodegroups are
+	// still as read here (clusterstate.Apply).
 	uuids := make([]string, len(mine))
 	for i, c := range mine {
 		uuids[i] = objects.Deref(c.UUID)
@@ -176,21 +147,34 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 	return nil
 }
 
-// driverFor returns the driver of c's template, loading each template once
-// per cycle.
-func driverFor(ctx context.Context, store ClusterStore, lookup DriverLookup, templates *onceMap[*objects.ClusterTemplate], c *objects.Cluster) (drivers.Driver, error) {
+// driverFor returns the driver and the template of c, loading each
+// template once per cycle.
+func driverFor(ctx context.Context, store ClusterStore, lookup DriverLookup, templates *onceMap[*objects.ClusterTemplate], c *objects.Cluster) (drivers.Driver, *objects.ClusterTemplate, error) {
 	ctID := objects.Deref(c.ClusterTemplateID)
 	ct, err := templates.get(ctID, func() (*objects.ClusterTemplate, error) {
 		return store.GetClusterTemplateByUUID(ctx, ctID)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("loading cluster template %s: %w", ctID, err)
+		return nil, nil, fmt.Errorf("loading cluster template %s: %w", ctID, err)
 	}
 	d, err := lookup.ForTemplate(ct)
 	if err != nil {
-		return nil, fmt.Errorf("selecting the driver: %w", err)
+		return nil, ct, fmt.Errorf("selecting the driver: %w", err)
 	}
-	return d, nil
+	return d, ct, nil
+}
+
+// observeRequest gives the driver copies of the rows.
+func observeRequest(c *objects.Cluster, ct *objects.ClusterTemplate, ngs []*objects.NodeGroup, fresh bool) drivers.ObserveRequest {
+	req := drivers.ObserveRequest{Fresh: fresh}
+	req.Cluster = objects.Clone(c)
+	if ct != nil {
+		req.Template = objects.Clone(ct)
+	}
+	for _, ng := range ngs {
+		req.NodeGroups = append(req.NodeGroups, objects.Clone(ng))
+	}
+	return req
 }
 
 func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
@@ -200,172 +184,53 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 		}
 	}()
 	uuid := objects.Deref(c.UUID)
-	if c.Status == objects.DeleteComplete {
-		j.finishDelete(ctx, c)
+	now := j.now()
+	if d, observe := statusmachine.Triage(c, now, j.o.Timeouts); !observe {
+		switch {
+		case d.Deleted:
+			if err := j.applier.FinishDelete(ctx, c); err != nil {
+				return "db", err
+			}
+		case d.Interrupted != "":
+			j.d.Log.Warn("cluster operation interrupted before its driver call", "cluster_uuid", uuid,
+				"status", c.Status, "reason", d.Interrupted)
+		default:
+			j.d.Log.Debug("cluster not judged", "cluster_uuid", uuid, "status", c.Status, "reason", d.Skip)
+		}
 		return "", nil
 	}
-	d, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
+	drv, ct, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
 	if err != nil {
 		return "driver", err
 	}
-	prev := c.Status
-	loaded := nodeGroupsState(ngs)
-	healStackID(c, ngs)
-	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
-		return "driver", fmt.Errorf("update_cluster_status: %w", err)
+	obs, err := drv.Observe(ctx, observeRequest(c, ct, ngs, false))
+	if err != nil {
+		return "driver", fmt.Errorf("observe: %w", err)
 	}
-	j.d.Log.Debug("cluster status polled", "cluster_uuid", uuid, "status", c.Status, "previous_status", prev)
-	if writes(c, ngs) {
-		// The nodegroups were read at the start of the cycle. If an
-		// operation changed them since (a resize, a new nodegroup), the
-		// driver judged stale data: saving its result could overwrite
-		// the operation's nodegroups, or complete the cluster without
-		// the new one. The next cycle polls it again.
-		now, err := j.d.Store.ListNodeGroups(ctx, uuid, db.ListOpts{}, db.NodeGroupFilters{})
+	in := statusmachine.Input{Cluster: c, NodeGroups: ngs, Observation: obs, Now: now, Timeouts: j.o.Timeouts}
+	d := statusmachine.Decide(in)
+	if d.NeedFresh {
+		// A deadline passed: the back end itself, not a cache, must confirm
+		// before anything fails on it.
+		in.Observation, err = drv.Observe(ctx, observeRequest(c, ct, ngs, true))
 		if err != nil {
-			return "db", fmt.Errorf("reading the nodegroups again: %w", err)
+			return "driver", fmt.Errorf("observe (fresh, a deadline passed): %w", err)
 		}
-		if nodeGroupsState(now) != loaded {
-			j.d.Log.Info("nodegroups changed while the cluster was polled; result dropped, polled again next cycle",
-				"cluster_uuid", uuid, "polled_status", c.Status)
+		in.Fresh = true
+		d = statusmachine.Decide(in)
+	}
+	j.d.Log.Debug("cluster observed", "cluster_uuid", uuid, "status", c.Status, "phase", string(obs.Phase),
+		"decided_status", d.Cluster.Status)
+	if len(d.TimedOut) > 0 {
+		j.d.Log.Warn("cluster operation timed out", "cluster_uuid", uuid, "status", c.Status, "timed_out", d.TimedOut)
+	}
+	if _, err := j.applier.Apply(ctx, c, ngs, d); err != nil {
+		if errors.Is(err, clusterstate.ErrStale) {
+			j.d.Log.Info("cluster changed while it was observed; result dropped, judged again next cycle",
+				"cluster_uuid", uuid, "decided_status", d.Cluster.Status)
 			return "", nil
 		}
-	}
-
-	if c.Status != objects.DeleteComplete {
-		for _, ng := range ngs {
-			if err := j.saveNodeGroup(ctx, uuid, ng); err != nil {
-				return "db", err
-			}
-		}
-	}
-	// The conditional save is the claim: if another conductor or an RPC
-	// handler moved the cluster meanwhile, this result is stale and
-	// nothing is notified or deleted.
-	if len(objects.Changes(c)) == 0 {
-		return "", nil
-	}
-	if err := j.d.Store.SaveClusterIfStatus(ctx, c, []string{prev}); err != nil {
-		if errors.Is(err, db.ErrStatusChanged) || errors.Is(err, exception.ClusterNotFound("")) {
-			j.d.Log.Info("cluster changed while its status was polled; result dropped", "cluster_uuid", uuid,
-				"polled_status", c.Status)
-			return "", nil
-		}
-		return "db", fmt.Errorf("saving the cluster: %w", err)
-	}
-	if c.Status != prev {
-		if action, outcome, ok := StatusToEvent(c.Status); ok {
-			if j.d.Notifier != nil {
-				j.d.Notifier.ClusterEvent(ctx, action, outcome, c)
-			}
-		} else if strings.HasSuffix(c.Status, "_COMPLETE") || strings.HasSuffix(c.Status, "_FAILED") {
-			j.d.Log.Warn("no CADF action for the status the driver set; not notified", "cluster_uuid", uuid,
-				"status", c.Status)
-		}
-		j.d.Log.Info("cluster status changed", "cluster_uuid", uuid, "status", c.Status, "previous_status", prev,
-			"status_reason", objects.Deref(c.StatusReason))
-	}
-	if c.Status == objects.DeleteComplete {
-		j.finishDelete(ctx, c)
+		return "db", fmt.Errorf("recording the decision: %w", err)
 	}
 	return "", nil
-}
-
-// healStackID gives c's default nodegroups c's stack_id when they have
-// none: cluster_create copies it after the driver call and only logs a
-// failed copy, so the sync saves it with the poll's result.
-func healStackID(c *objects.Cluster, ngs []*objects.NodeGroup) {
-	sid := objects.Deref(c.StackID)
-	if sid == "" {
-		return
-	}
-	for _, ng := range ngs {
-		if ng.IsDefault && objects.Deref(ng.StackID) == "" {
-			ng.StackID = objects.Str(sid)
-		}
-	}
-}
-
-// writes reports whether saving a poll's result would write anything.
-func writes(c *objects.Cluster, ngs []*objects.NodeGroup) bool {
-	if len(objects.Changes(c)) > 0 || c.Status == objects.DeleteComplete {
-		return true
-	}
-	for _, ng := range ngs {
-		if len(objects.Changes(ng)) > 0 || ng.Status == objects.DeleteComplete {
-			return true
-		}
-	}
-	return false
-}
-
-// nodeGroupsState is what an operation changes in a cluster's nodegroups
-// (which ones exist, their status, sizes and last update), comparable.
-func nodeGroupsState(ngs []*objects.NodeGroup) string {
-	rows := make([]string, len(ngs))
-	for i, ng := range ngs {
-		var updated int64
-		if ng.UpdatedAt != nil {
-			updated = ng.UpdatedAt.UnixNano()
-		}
-		var maxCount int64 = -1
-		if ng.MaxNodeCount != nil {
-			maxCount = *ng.MaxNodeCount
-		}
-		rows[i] = fmt.Sprintf("%s %s %d %d %d %d", ng.UUID, ng.Status, ng.NodeCount, ng.MinNodeCount, maxCount, updated)
-	}
-	slices.Sort(rows)
-	return strings.Join(rows, "\n")
-}
-
-func (j *SyncClusterStatus) saveNodeGroup(ctx context.Context, clusterUUID string, ng *objects.NodeGroup) error {
-	if ng.Status == objects.DeleteComplete {
-		// The Heat poller destroyed nodegroups whose deletion completed.
-		err := j.d.Store.DestroyNodeGroup(ctx, clusterUUID, ng.UUID)
-		if err != nil && !errors.Is(err, exception.NodeGroupNotFound("")) {
-			return fmt.Errorf("destroying nodegroup %s: %w", ng.UUID, err)
-		}
-		return nil
-	}
-	if len(objects.Changes(ng)) == 0 {
-		return nil
-	}
-	if err := j.d.Store.SaveNodeGroup(ctx, ng); err != nil && !errors.Is(err, exception.NodeGroupNotFound("")) {
-		return fmt.Errorf("saving nodegroup %s: %w", ng.UUID, err)
-	}
-	return nil
-}
-
-// finishDelete removes the certificates, the nodegroups and the cluster row.
-// Each step tolerates what another conductor already removed.
-func (j *SyncClusterStatus) finishDelete(ctx context.Context, c *objects.Cluster) {
-	uuid := objects.Deref(c.UUID)
-	if j.d.Certs != nil {
-		if err := j.d.Certs.DeleteForCluster(ctx, c); err != nil {
-			j.d.Log.Warn("deleting the cluster's certificates failed", "cluster_uuid", uuid, "error", err)
-		}
-	}
-	ngs, err := j.d.Store.ListNodeGroups(ctx, uuid, db.ListOpts{}, db.NodeGroupFilters{})
-	if err != nil {
-		j.d.Metrics.failure(j.Name(), "db")
-		j.d.Log.Warn("listing nodegroups of a deleted cluster failed; retried next cycle", "cluster_uuid", uuid, "error", err)
-		return
-	}
-	for _, ng := range ngs {
-		if err := j.d.Store.DestroyNodeGroup(ctx, uuid, ng.UUID); err != nil && !errors.Is(err, exception.NodeGroupNotFound("")) {
-			j.d.Metrics.failure(j.Name(), "db")
-			j.d.Log.Warn("destroying a nodegroup of a deleted cluster failed; retried next cycle", "cluster_uuid", uuid,
-				"nodegroup_uuid", ng.UUID, "error", err)
-			return
-		}
-	}
-	if err := j.d.Store.DestroyCluster(ctx, uuid); err != nil {
-		if errors.Is(err, exception.ClusterNotFound("")) {
-			return
-		}
-		j.d.Metrics.failure(j.Name(), "db")
-		j.d.Log.Warn("destroying a deleted cluster failed; retried next cycle", "cluster_uuid", uuid, "error", err)
-		return
-	}
-	j.d.Log.Info("cluster deleted", "cluster_uuid", uuid)
 }

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
@@ -79,7 +79,8 @@ func keystoneOptions(cfg *config.Config) keystone.Options {
 }
 
 // newCAPIDriver returns the Cluster API driver, or nil when it is not
-// configured (see capiConfigured).
+// configured (see capiConfigured). It is not started here: it is a
+// drivers.Runner, which the conductor starts with every driver (startDrivers).
 //
 // Configuration errors (bad options, unreadable kubeconfig or CA file) stop
 // the conductor: they need an operator. A management cluster that does not
@@ -96,13 +97,21 @@ func keystoneOptions(cfg *config.Config) keystone.Options {
 // answering (see capi.Options.ProbeInterval): status sync then leaves its
 // clusters alone and their health reads UNKNOWN, until it answers again and
 // the caches are rebuilt.
-//
-// The informers live as long as ctx, the process's root context.
-func newCAPIDriver(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (drivers.Driver, error) {
-	return buildCAPIDriver(ctx, cfg, os.Getenv, certs, store, log)
+func newCAPIDriver(cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (drivers.Driver, error) {
+	return buildCAPIDriver(cfg, os.Getenv, certs, store, log)
 }
 
-func buildCAPIDriver(ctx context.Context, cfg *config.Config, getenv func(string) string,
+// conductorWrites drops the Cluster API driver's own nodegroup saves: the
+// conductor records every operation's nodegroups itself, conditionally (the
+// driver contract), where the driver's unconditional save of an upgrade's
+// other nodegroups could overwrite a concurrent delete or resize (#28).
+// Temporary, as capi.Contract is: the driver's rewrite drops its store.
+type conductorWrites struct{ wiring.NodeGroupStore }
+
+// SaveNodeGroup writes nothing.
+func (conductorWrites) SaveNodeGroup(context.Context, *objects.NodeGroup) error { return nil }
+
+func buildCAPIDriver(cfg *config.Config, getenv func(string) string,
 	certs wiring.CAKeyPairs, store wiring.NodeGroupStore, log *slog.Logger) (drivers.Driver, error) {
 	if !capiConfigured(cfg, getenv) {
 		log.Info("Cluster API driver not configured ([capi_driver]/kubeconfig unset, not running in Kubernetes)")
@@ -140,12 +149,17 @@ func buildCAPIDriver(ctx context.Context, cfg *config.Config, getenv func(string
 	if err != nil {
 		return nil, fmt.Errorf("[capi_driver] application credentials: %w", err)
 	}
-	d, err := capi.NewForConfig(restCfg, opts, wiring.CertSource{Certs: certs}, issuer, wiring.Store{NodeGroupStore: store}, log)
+	d, err := capi.NewForConfig(restCfg, opts, wiring.CertSource{Certs: certs}, issuer,
+		wiring.Store{NodeGroupStore: conductorWrites{store}}, log)
 	if err != nil {
 		return nil, fmt.Errorf("[capi_driver]: %w", err)
 	}
-	startCAPIDriver(ctx, d, c.StartTimeout, capiRetryMin, capiRetryMax, log.With("management_cluster", restCfg.Host))
-	return d, nil
+	timeout := c.StartTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	return capi.NewContract(d, capi.RunOptions{AttemptTimeout: timeout, RetryMin: capiRetryMin, RetryMax: capiRetryMax},
+		log.With("management_cluster", restCfg.Host)), nil
 }
 
 // Retry pauses of the driver's start after a failed attempt.
@@ -153,37 +167,3 @@ const (
 	capiRetryMin = 5 * time.Second
 	capiRetryMax = 5 * time.Minute
 )
-
-// runner is the part of *capi.Driver startCAPIDriver uses.
-type runner interface {
-	Run(ctx context.Context, attemptTimeout, retryMin, retryMax time.Duration, onFail func(attempt int, err error, retryIn time.Duration)) error
-}
-
-// startCAPIDriver starts d in the background and waits for its first
-// attempt (at most timeout), so that a reachable management cluster is
-// ready before the conductor serves RPC and an unreachable one delays the
-// start by one attempt only.
-func startCAPIDriver(ctx context.Context, d runner, timeout, retryMin, retryMax time.Duration, log *slog.Logger) {
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	first := make(chan struct{})
-	var once sync.Once
-	firstDone := func() { once.Do(func() { close(first) }) }
-	go func() {
-		err := d.Run(ctx, timeout, retryMin, retryMax, func(attempt int, err error, retryIn time.Duration) {
-			log.Error("Cluster API management cluster not usable; the driver is registered but refuses every "+
-				"operation (its clusters' status stays unchanged) until it answers; retrying",
-				"attempt", attempt, "retry_in", retryIn.String(), "attempt_timeout", timeout.String(), "error", err)
-			firstDone()
-		})
-		if err == nil {
-			log.Info("Cluster API driver started")
-		}
-		firstDone()
-	}()
-	select {
-	case <-first:
-	case <-ctx.Done():
-	}
-}

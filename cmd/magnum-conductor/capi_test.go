@@ -19,7 +19,6 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
-	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -79,7 +78,7 @@ func noEnv(string) string { return "" }
 
 func TestCAPIDriverNotConfiguredIsNil(t *testing.T) {
 	var logs bytes.Buffer
-	d, err := buildCAPIDriver(context.Background(), loadTestConfig(t, "[DEFAULT]\n"), noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	d, err := buildCAPIDriver(loadTestConfig(t, "[DEFAULT]\n"), noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || d != nil {
 		t.Fatalf("got %v, %v; want nil, nil", d, err)
 	}
@@ -93,24 +92,28 @@ func TestCAPIDriverUnreachableManagementClusterIsRegisteredButRefuses(t *testing
 	defer cancel()
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 5\n")
 	logs := &harness.SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	start := time.Now()
-	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil)))
+	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, log)
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v; want the driver registered without an error", d, err)
 	}
+	// The conductor starts it and serves after a bounded wait.
+	drivers.StartRunners(ctx, []drivers.Driver{d}, 3*time.Second, log)
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("start not bounded: %v", time.Since(start))
 	}
-	if d.(*capi.Driver).Ready() {
-		t.Fatal("ready without a management cluster")
+	if err := d.(drivers.Runner).Ready(); !errors.Is(err, drivers.ErrNotReady) {
+		t.Fatalf("ready without a management cluster: %v", err)
 	}
 	// Every operation refuses with drivers.ErrNotReady instead of acting on
 	// an empty cache (which would read as "every CAPI Cluster is gone").
 	c := &objects.Cluster{UUID: objects.Str("5d12f6fd-a196-4bf0-ae4c-1f639a523a52"), Status: objects.CreateInProgress}
-	if err := d.UpdateClusterStatus(ctx, c, nil); !errors.Is(err, drivers.ErrNotReady) || c.Status != objects.CreateInProgress {
-		t.Fatalf("UpdateClusterStatus = %v, status %s", err, c.Status)
+	if _, err := d.Observe(ctx, drivers.ObserveRequest{ClusterRequest: drivers.ClusterRequest{Cluster: c}}); !errors.Is(err, drivers.ErrNotReady) {
+		t.Fatalf("Observe = %v", err)
 	}
-	if err := d.CreateCluster(ctx, c, 60); !errors.Is(err, drivers.ErrNotReady) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	_, err = d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: drivers.ClusterRequest{Cluster: c}, Timeout: time.Hour})
+	if !errors.Is(err, drivers.ErrNotReady) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("CreateCluster = %v", err)
 	}
 	out := logs.String()
@@ -128,27 +131,26 @@ func TestCAPIDriverStartsOnceTheManagementClusterAnswers(t *testing.T) {
 	var up atomic.Bool
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 5\n")
 	logs := &harness.SyncBuffer{}
-	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil)))
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, log)
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v", d, err)
 	}
-	drv := d.(*capi.Driver)
-	if drv.Ready() || !strings.Contains(logs.String(), "retrying") {
-		t.Fatalf("ready %v while the management cluster answers 503; logs:\n%s", drv.Ready(), logs.String())
+	drivers.StartRunners(ctx, []drivers.Driver{d}, 2*time.Second, log)
+	r := d.(drivers.Runner)
+	if r.Ready() == nil || !strings.Contains(logs.String(), "retrying") {
+		t.Fatalf("ready %v while the management cluster answers 503; logs:\n%s", r.Ready(), logs.String())
 	}
 	up.Store(true)
 	deadline := time.Now().Add(30 * time.Second) // the first pause is 5 s
-	for !drv.Ready() {
+	for r.Ready() != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("not started after the management cluster came up; logs:\n%s", logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(logs.String(), "Cluster API driver started") {
-		t.Fatalf("logs:\n%s", logs.String())
-	}
 	c := &objects.Cluster{UUID: objects.Str("5d12f6fd-a196-4bf0-ae4c-1f639a523a52"), Status: objects.CreateInProgress}
-	if err := d.UpdateClusterStatus(ctx, c, nil); errors.Is(err, drivers.ErrNotReady) {
+	if _, err := d.Observe(ctx, drivers.ObserveRequest{ClusterRequest: drivers.ClusterRequest{Cluster: c}}); errors.Is(err, drivers.ErrNotReady) {
 		t.Fatalf("still refused after start: %v", err)
 	}
 }
@@ -162,7 +164,7 @@ func TestCAPIDriverConfigurationErrorsStopTheConductor(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := loadTestConfig(t, strings.ReplaceAll(ini, "KC", unreachableKubeconfig(t)))
-			d, err := buildCAPIDriver(context.Background(), cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.DiscardHandler))
+			d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.DiscardHandler))
 			if err == nil || d != nil || !strings.Contains(err.Error(), "capi_driver") {
 				t.Fatalf("got %v, %v; want an error naming [capi_driver]", d, err)
 			}
@@ -271,13 +273,17 @@ func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
 	var up atomic.Bool
 	up.Store(true)
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 20\n")
-	var logs bytes.Buffer
-	d, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	logs := &harness.SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, log)
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v; want the driver\n%s", d, err, logs.String())
 	}
-	if d.Name() != "k8s_capi_v1" || !strings.Contains(logs.String(), "Cluster API driver started") {
-		t.Fatalf("driver %s, logs:\n%s", d.Name(), logs.String())
+	// A management cluster that answers at once is ready before the
+	// conductor serves.
+	drivers.StartRunners(ctx, []drivers.Driver{d}, 20*time.Second, log)
+	if d.Name() != "k8s_capi_v1" || d.(drivers.Runner).Ready() != nil {
+		t.Fatalf("driver %s ready %v, logs:\n%s", d.Name(), d.(drivers.Runner).Ready(), logs.String())
 	}
 }
 
@@ -285,12 +291,10 @@ func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
 // may carry that this driver version does not apply are named in a
 // warning at start, rather than silently ignored.
 func TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 1\n"+
 		"min_flavor_ram_mb = 4096\ncluster_class_name = other\n")
 	logs := &harness.SyncBuffer{}
-	if _, err := buildCAPIDriver(ctx, cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
+	if _, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"cluster_class_name is ignored", "min_flavor_ram_mb and min_flavor_vcpus are not enforced"} {

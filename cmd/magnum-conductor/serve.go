@@ -107,10 +107,13 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{fmt.Errorf("certificate manager: %w", err)}
 	}
 
-	registry, err := buildDrivers(ctx, cfg, certs, store, log)
+	registry, err := buildDrivers(cfg, certs, store, log)
 	if err != nil {
 		return &startError{fmt.Errorf("drivers: %w", err)}
 	}
+	// The drivers' background work (the Cluster API driver's informers)
+	// lives as long as the process.
+	startDrivers(ctx, registry, log)
 
 	osloOpts := osloopts.From(cfg)
 	notifier, err := oslo.NewNotifier(osloOpts, log.With("component", "notifier"))
@@ -120,10 +123,15 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	defer notifier.Close()
 	events := conductor.NewNotifications(notifier, store, cfg.Audit.Namespace, log.With("component", "notifications"))
 
+	// runCtx ends once the RPC server stopped (after the grace period).
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
 	handlers, err := conductor.New(conductor.Deps{
 		Store: store, Certs: certs, Drivers: registry, Notifications: events,
 		Log:           log.With("component", "handlers"),
 		DriverTimeout: driverCallTimeout,
+		Timeouts:      statusTimeouts(cfg),
+		Lifetime:      runCtx,
 	})
 	if err != nil {
 		return &startError{err}
@@ -137,9 +145,6 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{err}
 	}
 	disp.Observe(rpcMetrics.observe)
-
-	runCtx, cancelRun := context.WithCancel(context.Background())
-	defer cancelRun()
 
 	// The key pool and the client-file cache live as long as the process.
 	go func() {

@@ -11,18 +11,19 @@ import (
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/simulated"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
 // buildDrivers lists the drivers this binary ships, explicitly: the
 // simulated driver when [simulated_driver]/enabled, and the Cluster API
 // driver. [drivers]/disabled_drivers removes any of them.
-func buildDrivers(ctx context.Context, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
+func buildDrivers(cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
 	var ds []drivers.Driver
 	if cfg.SimulatedDriver.Enabled {
 		ds = append(ds, simulated.New(simulated.Options{Delay: cfg.SimulatedDriver.OperationDelay}))
 	}
-	capiDriver, err := newCAPIDriver(ctx, cfg, certs, store, log.With("component", "capi"))
+	capiDriver, err := newCAPIDriver(cfg, certs, store, log.With("component", "capi"))
 	if err != nil {
 		return nil, err
 	}
@@ -30,6 +31,26 @@ func buildDrivers(ctx context.Context, cfg *config.Config, certs *certmanager.Ma
 		ds = append(ds, capiDriver)
 	}
 	return drivers.NewRegistry(cfg.Drivers.DisabledDrivers, ds...)
+}
+
+// driverStartWait is how long the conductor waits for its drivers to be
+// ready before it serves (a back end that answers at once is ready for the
+// first request; one that does not delays the start by this much only).
+const driverStartWait = 10 * time.Second
+
+// startDrivers starts the background work of every enabled driver that has
+// some (drivers.Runner); it lives as long as ctx.
+func startDrivers(ctx context.Context, registry *drivers.Registry, log *slog.Logger) (waitStopped func()) {
+	return drivers.StartRunners(ctx, registry.Drivers(), driverStartWait, log.With("component", "drivers"))
+}
+
+// statusTimeouts are the status machine's deadlines: a create without
+// create_timeout times out after [cluster_heat]/create_timeout, as Magnum's
+// Heat poller does; updates and deletions have none of the conductor's own
+// (a driver may enforce its own, as the Cluster API driver does its
+// delete_timeout).
+func statusTimeouts(cfg *config.Config) statusmachine.Timeouts {
+	return statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout}
 }
 
 // heartbeatInterval is the spacing of update_magnum_service. Magnum's task
@@ -78,7 +99,7 @@ func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Regist
 		Store: store, Drivers: registry, Notifier: events, Certs: certs,
 		Sharder: membership, Log: plog, Metrics: metrics,
 	}
-	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{}, deps)
+	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg)}, deps)
 	if err != nil {
 		return nil, err
 	}

@@ -129,21 +129,9 @@ func (d *Driver) cacheBehind(r ref, generation int64) bool {
 	return true
 }
 
-var (
-	_ drivers.Driver                = (*Driver)(nil)
-	_ drivers.MonitorProvider       = (*Driver)(nil)
-	_ drivers.CredentialRotator     = (*Driver)(nil)
-	_ drivers.CARotator             = (*Driver)(nil)
-	_ drivers.MasterResizeValidator = (*Driver)(nil)
-	_ drivers.ScaleManagerProvider  = (*Driver)(nil)
-)
-
-// ScaleManager implements drivers.ScaleManagerProvider: Cluster API picks
-// the machines to remove (or honours the delete-machine annotations that
-// ResizeCluster sets for nodes_to_remove), so there is no scale manager.
-func (d *Driver) ScaleManager(context.Context, *objects.Cluster) (drivers.ScaleManager, error) {
-	return nil, nil
-}
+// The driver contract is implemented by Contract (contract.go), over the
+// methods below.
+var _ drivers.MasterResizeValidator = (*Driver)(nil)
 
 // RESTConfig loads the management cluster configuration: the kubeconfig at
 // opts.Kubeconfig, or in-cluster when it is empty.
@@ -611,7 +599,7 @@ func credentialAnnotations(cred Credential) map[string]string {
 // UpdateCluster implements drivers.Driver: re-apply the desired topology
 // (Magnum's update_cluster only carries node_count changes, which resize
 // covers).
-func (d *Driver) UpdateCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ bool) error {
+func (d *Driver) UpdateCluster(ctx context.Context, c *objects.Cluster) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
@@ -930,7 +918,7 @@ func (d *Driver) ValidateMasterResize(nodeCount int) error {
 // (server UUID, Machine name or node name) get the delete-machine
 // annotation, then the replicas are lowered in the same call, so CAPI
 // removes exactly those machines.
-func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, _ drivers.ScaleManager, nodeCount int, nodesToRemove []string, ng *objects.NodeGroup) error {
+func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCount int, nodesToRemove []string, ng *objects.NodeGroup) error {
 	if err := d.usable(); err != nil {
 		return err
 	}

@@ -864,7 +864,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 3})
 	ng := e.nodeGroups(c)[1]
 	// Unknown nodes are refused before any write.
-	err := e.d.ResizeCluster(context.Background(), c, nil, 2, []string{"srv-nope"}, ng)
+	err := e.d.ResizeCluster(context.Background(), c, 2, []string{"srv-nope"}, ng)
 	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
 		t.Fatalf("unknown node: err = %v", err)
 	}
@@ -876,7 +876,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	// no Machine is marked.
 	asSent := *ng
 	asSent.NodeCount = 2
-	err = e.d.ResizeCluster(context.Background(), c, nil, 2, []string{"srv-default-worker-1", "srv-default-worker-2"}, &asSent)
+	err = e.d.ResizeCluster(context.Background(), c, 2, []string{"srv-default-worker-1", "srv-default-worker-2"}, &asSent)
 	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "only shrinks by 1") {
 		t.Fatalf("two nodes to remove for a shrink by one: err = %v", err)
 	}
@@ -890,7 +890,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 		}
 	}
 	// By server UUID and by node name.
-	if err := e.d.ResizeCluster(context.Background(), c, nil, 1, []string{"srv-default-worker-1", p.r.Name + "-default-worker-2-node"}, ng); err != nil {
+	if err := e.d.ResizeCluster(context.Background(), c, 1, []string{"srv-default-worker-1", p.r.Name + "-default-worker-2-node"}, ng); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"", "yes", "yes"} {
@@ -910,7 +910,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 		t.Errorf("nodegroup = %d %s", ng.NodeCount, ng.Status)
 	}
 	// Master resizes keep an odd count.
-	if err := e.d.ResizeCluster(context.Background(), c, nil, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+	if err := e.d.ResizeCluster(context.Background(), c, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
 		t.Errorf("even master resize: %v", err)
 	}
 }
@@ -969,7 +969,7 @@ func TestAutoscalingFromTheTemplateCountsForResizeAndStatus(t *testing.T) {
 
 	// Resize: the replicas are set once, for the autoscaler to own.
 	ng := e.nodeGroups(c)[1]
-	if err := e.d.ResizeCluster(context.Background(), c, nil, 3, nil, ng); err != nil {
+	if err := e.d.ResizeCluster(context.Background(), c, 3, nil, ng); err != nil {
 		t.Fatal(err)
 	}
 	if got := deref(e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0].Replicas); got != 3 {
@@ -1006,12 +1006,12 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	skip := &objects.ClusterTemplate{UUID: ptr("tmpl-skip"), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.medium"),
 		Labels: map[string]string{"kube_tag": "v1.35.0"}}
 	before := e.getCluster(t, p.r)
-	err := e.d.UpgradeCluster(context.Background(), c, skip, 1, nil, nil, false)
+	err := e.d.UpgradeCluster(context.Background(), c, skip, 1, nil)
 	if !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "skips a minor version") {
 		t.Fatalf("minor skip: err = %v", err)
 	}
 	down := &objects.ClusterTemplate{UUID: ptr("tmpl-down"), ImageID: ptr("img-0"), Labels: map[string]string{"kube_tag": "v1.32.0"}}
-	if err := e.d.UpgradeCluster(context.Background(), c, down, 1, nil, nil, false); !errors.Is(err, exception.New("NotSupported", nil)) {
+	if err := e.d.UpgradeCluster(context.Background(), c, down, 1, nil); !errors.Is(err, exception.New("NotSupported", nil)) {
 		t.Fatalf("downgrade: err = %v", err)
 	}
 	if after := e.getCluster(t, p.r); after.ResourceVersion != before.ResourceVersion || deref(c.ClusterTemplateID) != oldTemplate || c.Status != objects.CreateComplete {
@@ -1024,7 +1024,7 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 		Labels: map[string]string{"kube_tag": "v1.34.1", "boot_volume_type": "fast"}}
 	worker := e.nodeGroups(c)[1]
 	worker.Labels = map[string]string{"kube_tag": "v1.33.4", "other": "kept"}
-	if err := e.d.UpgradeCluster(context.Background(), c, next, 2, nil, nil, false); err != nil {
+	if err := e.d.UpgradeCluster(context.Background(), c, next, 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Only kube_tag comes from the new template into the records' labels.
@@ -1073,14 +1073,14 @@ func TestUpgradeRecordsThePreviousKubeTagOnlyWhenThereIsOne(t *testing.T) {
 		return &objects.ClusterTemplate{UUID: ptr("tmpl-" + tag), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"),
 			MasterFlavorID: ptr("m1.medium"), Labels: map[string]string{"kube_tag": tag}}
 	}
-	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.34.1"), 1, nil, nil, false); err != nil {
+	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.34.1"), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := e.getCluster(t, p.r).Annotations[annotationPreviousKubeTag]; !ok || got != "v1.33.4" {
 		t.Fatalf("previous kube_tag = %q (present %v), want v1.33.4", got, ok)
 	}
 	delete(c.Labels, "kube_tag")
-	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.35.0"), 1, nil, nil, false); err != nil {
+	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.35.0"), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := e.getCluster(t, p.r).Annotations[annotationPreviousKubeTag]; ok {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
-	"github.com/openstack/magnum-conductor/drivers"
 )
 
 func notSupported(format string, args ...any) error {
@@ -39,7 +38,7 @@ func checkUpgrade(from, to string) error {
 // MachineDeployment. The previous template id is recorded on the Cluster
 // and restored when the write fails (and by the status sync when CAPI
 // rejects the change).
-func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup, _ drivers.ScaleManager, _ bool) error {
+func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup) error {
 	if err := d.usable(); err != nil {
 		return err
 	}

@@ -1,9 +1,12 @@
 // Package simulated is a cluster driver that models a back end without
 // talking to one. It is stateless: the operation in flight and its start
-// time live in the cluster's (or nodegroup's) stack_id as
-// "sim:<op>:<unix-nanos>", and UpdateClusterStatus completes the operation
-// once the configured delay has passed. Any conductor sharing the database
-// can therefore poll any simulated cluster.
+// time live in the stack_id it returns for the cluster (or the nodegroup)
+// as "sim:<op>:<unix-nanos>", which the conductor stores, and Observe
+// reports the operation done once the configured delay has passed. Any
+// conductor sharing the database can therefore observe any simulated
+// cluster. It is built on the driver contract like any other driver
+// (package drivers): it reports observations, and the conductor's status
+// machine decides the statuses.
 //
 // Behaviour per cluster is steered by labels:
 //
@@ -14,7 +17,8 @@
 //	sim_fail_sync=create,...     the driver call itself returns an error
 //	                             (also rotate_ca, rotate_credential,
 //	                             pre_delete)
-//	sim_hang=true                operations never complete
+//	sim_hang=true                operations never complete (until their
+//	                             deadline fails them)
 //	sim_delay=30s                overrides the configured delay
 //	sim_health=healthy|unhealthy|unknown|error|hang   what the monitor reports
 package simulated
@@ -79,6 +83,7 @@ type Options struct {
 
 // Driver is the simulated driver.
 type Driver struct {
+	drivers.Unimplemented
 	name    string
 	keys    []drivers.Key
 	delay   time.Duration
@@ -185,106 +190,96 @@ func (d *Driver) syncFailure(c *objects.Cluster, op string) error {
 	return nil
 }
 
-func (d *Driver) start(c *objects.Cluster, op string) error {
+// start records op as started now: the stack_id of the result.
+func (d *Driver) start(c *objects.Cluster, op string) (drivers.Result, error) {
 	if err := d.syncFailure(c, op); err != nil {
-		return err
+		return drivers.Result{}, err
 	}
-	c.StackID = objects.Str(StackID(op, d.now()))
-	return nil
+	return drivers.Result{StackID: StackID(op, d.now())}, nil
 }
 
 // CreateCluster implements drivers.Driver. When the effective delay is 0
-// (and sim_hang is not set) the create completes at once: the cluster
-// leaves CREATE_COMPLETE (or CREATE_FAILED under sim_fail=create) with its
-// API address and versions, and the conductor saves that status. The
-// default nodegroups, which the driver is not given, complete on the next
-// status poll of an operation on the cluster.
-func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, _ int) error {
-	if err := d.start(c, OpCreate); err != nil {
-		return err
+// (and sim_hang is not set) the create completes at once: the result
+// carries the observation of a finished create (CREATE_FAILED under
+// sim_fail=create), cluster and default nodegroups alike.
+func (d *Driver) CreateCluster(ctx context.Context, req drivers.CreateClusterRequest) (drivers.Result, error) {
+	res, err := d.start(req.Cluster, OpCreate)
+	if err != nil || d.delayFor(req.Cluster) > 0 || hung(req.Cluster) {
+		return res, err
 	}
-	if d.delayFor(c) > 0 || hung(c) || !inProgress(c.Status) {
-		return nil
+	// Observe the cluster as it is once the conductor stored the result.
+	after := req.ClusterRequest
+	after.Cluster = objects.Clone(req.Cluster)
+	after.Cluster.StackID = objects.Str(res.StackID)
+	obs, err := d.Observe(ctx, drivers.ObserveRequest{ClusterRequest: after})
+	if err != nil {
+		return drivers.Result{}, err
 	}
-	return d.UpdateClusterStatus(ctx, c, nil)
+	res.Observation = &obs
+	return res, nil
 }
 
-// UpdateCluster implements drivers.Driver.
-func (d *Driver) UpdateCluster(_ context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ bool) error {
-	return d.start(c, OpUpdate)
+// UpdateCluster implements drivers.Driver. The default worker in the
+// request already has its new node_count.
+func (d *Driver) UpdateCluster(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return d.start(req.Cluster, OpUpdate)
 }
 
 // DeleteCluster implements drivers.Driver.
-func (d *Driver) DeleteCluster(_ context.Context, c *objects.Cluster) error {
-	return d.start(c, OpDelete)
+func (d *Driver) DeleteCluster(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return d.start(req.Cluster, OpDelete)
 }
 
 // ResizeCluster implements drivers.Driver. The conductor has already set the
 // nodegroup's new node_count.
-func (d *Driver) ResizeCluster(_ context.Context, c *objects.Cluster, _ drivers.ScaleManager, _ int, _ []string, _ *objects.NodeGroup) error {
-	return d.start(c, OpResize)
+func (d *Driver) ResizeCluster(_ context.Context, req drivers.ResizeRequest) (drivers.Result, error) {
+	return d.start(req.Cluster, OpResize)
 }
 
-// UpgradeCluster implements drivers.Driver: it records the new template on
-// the cluster (the driver's job in Magnum) and the target version on the
-// nodegroup(s).
-func (d *Driver) UpgradeCluster(_ context.Context, c *objects.Cluster, ct *objects.ClusterTemplate, _ int, ng *objects.NodeGroup, _ drivers.ScaleManager, _ bool) error {
-	if err := d.start(c, OpUpgrade); err != nil {
-		return err
-	}
-	if ct != nil {
-		if ct.UUID != nil {
-			c.ClusterTemplateID = objects.Str(*ct.UUID)
-		}
-		if tag := ct.Labels["kube_tag"]; tag != "" && ng != nil {
-			ng.Version = objects.Str(tag)
-		}
-	}
-	return nil
+// UpgradeCluster implements drivers.Driver. The conductor records the new
+// template and versions once the upgrade is accepted.
+func (d *Driver) UpgradeCluster(_ context.Context, req drivers.UpgradeRequest) (drivers.Result, error) {
+	return d.start(req.Cluster, OpUpgrade)
 }
 
-func (d *Driver) startNG(c *objects.Cluster, ng *objects.NodeGroup, op string) error {
+func (d *Driver) startNG(c *objects.Cluster, op string) (drivers.Result, error) {
 	if err := d.syncFailure(c, op); err != nil {
-		return err
+		return drivers.Result{}, err
 	}
-	ng.StackID = objects.Str(StackID(op, d.now()))
-	return nil
+	return drivers.Result{StackID: StackID(op, d.now())}, nil
 }
 
-// CreateNodeGroup implements drivers.Driver.
-func (d *Driver) CreateNodeGroup(_ context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
-	return d.startNG(c, ng, OpNGCreate)
+// CreateNodeGroup implements drivers.Driver; the stack_id goes to the
+// nodegroup.
+func (d *Driver) CreateNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
+	return d.startNG(req.Cluster, OpNGCreate)
 }
 
 // UpdateNodeGroup implements drivers.Driver.
-func (d *Driver) UpdateNodeGroup(_ context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
-	return d.startNG(c, ng, OpNGUpdate)
+func (d *Driver) UpdateNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
+	return d.startNG(req.Cluster, OpNGUpdate)
 }
 
 // DeleteNodeGroup implements drivers.Driver.
-func (d *Driver) DeleteNodeGroup(_ context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
-	return d.startNG(c, ng, OpNGDelete)
+func (d *Driver) DeleteNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
+	return d.startNG(req.Cluster, OpNGDelete)
 }
 
 // PreDeleteCluster implements drivers.PreDeleter.
-func (d *Driver) PreDeleteCluster(_ context.Context, c *objects.Cluster) error {
-	return d.syncFailure(c, "pre_delete")
+func (d *Driver) PreDeleteCluster(_ context.Context, req drivers.ClusterRequest) error {
+	return d.syncFailure(req.Cluster, "pre_delete")
 }
 
 // RotateCACertificate implements drivers.CARotator: the roll-out is an
 // update that completes like any other.
-func (d *Driver) RotateCACertificate(_ context.Context, c *objects.Cluster) error {
-	if err := d.start(c, OpRotateCA); err != nil {
-		return err
-	}
-	c.Status = objects.UpdateInProgress
-	return nil
+func (d *Driver) RotateCACertificate(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return d.start(req.Cluster, OpRotateCA)
 }
 
 // RotateCredential implements drivers.CredentialRotator. Nothing is
 // simulated beyond failure injection.
-func (d *Driver) RotateCredential(_ context.Context, c *objects.Cluster) error {
-	return d.syncFailure(c, "rotate_credential")
+func (d *Driver) RotateCredential(_ context.Context, req drivers.ClusterRequest) error {
+	return d.syncFailure(req.Cluster, "rotate_credential")
 }
 
 // ValidateMasterResize implements drivers.MasterResizeValidator: an odd
@@ -317,116 +312,107 @@ func prefix(status string) string {
 	return p
 }
 
-// UpdateClusterStatus implements drivers.Driver. Nodegroups in progress
-// finish when their own operation (or the cluster's, whichever started
-// later) is older than the delay; the cluster finishes when its operation
-// is done and no nodegroup is still in progress, as *_FAILED if any part
-// failed, with Heat's "<ng> failed" reason.
-func (d *Driver) UpdateClusterStatus(_ context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
+// Observe implements drivers.Driver. The cluster's operation is done once
+// the delay has passed since its stack_id's start (a cluster without a
+// simulated stack_id has nothing in flight); a nodegroup's, since its own
+// stack_id's start or the cluster's, whichever is later. A done operation
+// is ready, failed under sim_fail (by operation, or by the status' kind),
+// and, for a deletion, gone. A cluster under sim_hang is always in
+// progress.
+func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
+	c := req.Cluster
 	if hung(c) {
-		return nil
+		return drivers.Observation{Phase: drivers.PhaseInProgress}, nil
 	}
 	now := d.now()
 	delay := d.delayFor(c)
 	failList := labelList(c.Labels, LabelFail)
 	cop, cstart, cok := ParseStackID(c.StackID)
-	clusterDone := !cok || !now.Before(cstart.Add(delay))
-	deleting := c.Status == objects.DeleteInProgress
+	done := !cok || !now.Before(cstart.Add(delay))
+	obs := drivers.Observation{NodeGroups: map[string]drivers.NodeGroupObservation{}}
+	if cok {
+		obs.Started = cstart
+	}
+	p := prefix(c.Status)
+	if !inProgress(c.Status) {
+		p = ""
+	}
+	failed := func(op, kind string) bool {
+		return matches(failList, op) || (kind != "" && matches(failList, strings.ToLower(kind)))
+	}
 
-	var failed []string
-	ngBusy := false
-	for _, ng := range ngs {
+	if c.Status == objects.DeleteInProgress {
+		// The whole cluster goes: its nodegroups with it.
+		switch {
+		case !done:
+			obs.Phase = drivers.PhaseInProgress
+		case failed(OpDelete, p):
+			obs.Phase, obs.Reason = drivers.PhaseFailed, "simulated delete failure"
+		default:
+			obs.Phase, obs.Reason = drivers.PhaseGone, "simulated delete completed"
+		}
+		return obs, nil
+	}
+
+	for _, ng := range req.NodeGroups {
 		op, start, ok := ParseStackID(ng.StackID)
 		if cok && (!ok || cstart.After(start)) {
 			op, start, ok = cop, cstart, true
 		}
-		if deleting {
-			// The whole cluster goes away: every nodegroup follows it.
-			if !clusterDone {
-				ngBusy = true
-				continue
+		o := drivers.NodeGroupObservation{Phase: drivers.PhaseReady}
+		switch {
+		case !inProgress(ng.Status):
+			if done && cok {
+				o.NodeAddresses = addresses(ng)
 			}
-			if matches(failList, OpDelete) {
-				ng.Status = objects.DeleteFailed
-				failed = append(failed, ng.Name)
-			} else {
-				ng.Status = objects.DeleteComplete
-				ng.NodeAddresses = nil
-			}
-			continue
+		case ok && now.Before(start.Add(delay)):
+			o.Phase = drivers.PhaseInProgress
+		case failed(op, prefix(ng.Status)):
+			o.Phase, o.Reason = drivers.PhaseFailed, fmt.Sprintf("simulated %s failure", op)
+		case ng.Status == objects.DeleteInProgress:
+			o.Phase, o.Reason = drivers.PhaseGone, fmt.Sprintf("simulated %s completed", op)
+		default:
+			o.Reason = fmt.Sprintf("simulated %s completed", op)
+			o.NodeAddresses = addresses(ng)
 		}
-		if !inProgress(ng.Status) {
-			if clusterDone && cok {
-				d.setNodeAddresses(ng)
-			}
-			continue
-		}
-		if ok && now.Before(start.Add(delay)) {
-			ngBusy = true
-			continue
-		}
-		p := prefix(ng.Status)
-		if matches(failList, op) || matches(failList, strings.ToLower(p)) {
-			ng.Status = p + "_FAILED"
-			ng.StatusReason = objects.Str(fmt.Sprintf("simulated %s failure", op))
-			failed = append(failed, ng.Name)
-			continue
-		}
-		ng.Status = p + "_COMPLETE"
-		ng.StatusReason = objects.Str(fmt.Sprintf("simulated %s completed", op))
-		if p == "DELETE" {
-			ng.NodeAddresses = nil
-		} else {
-			d.setNodeAddresses(ng)
-		}
+		obs.NodeGroups[ng.UUID] = o
 	}
 
-	if !inProgress(c.Status) || !clusterDone || ngBusy {
-		return nil
-	}
-	p := prefix(c.Status)
-	if cok && matches(failList, cop) || matches(failList, strings.ToLower(p)) {
-		failed = append([]string{"cluster " + objects.Deref(c.Name)}, failed...)
-	}
-	if len(failed) > 0 {
-		c.Status = p + "_FAILED"
-		reasons := make([]string, len(failed))
-		for i, n := range failed {
-			reasons[i] = n + " failed"
+	switch {
+	case !done:
+		obs.Phase = drivers.PhaseInProgress
+		return obs, nil
+	case p != "" && (cok && matches(failList, cop) || matches(failList, strings.ToLower(p))):
+		obs.Phase, obs.Reason = drivers.PhaseFailed, "simulated "+strings.ToLower(p)+" failure"
+	default:
+		obs.Phase = drivers.PhaseReady
+		if p != "" {
+			obs.Reason = "simulated " + strings.ToLower(p) + " completed"
 		}
-		c.StatusReason = objects.Str(strings.Join(reasons, ", "))
-		return nil
 	}
-	c.Status = p + "_COMPLETE"
-	c.StatusReason = objects.Str(fmt.Sprintf("simulated %s completed", strings.ToLower(p)))
-	if p != "DELETE" {
-		c.APIAddress = objects.Str("https://" + ip(objects.Deref(c.UUID), 1) + ":6443")
-		v := d.coe
-		if tag := c.Labels["kube_tag"]; tag != "" {
-			v = tag
-		}
-		for _, ng := range ngs {
-			if ng.Role == objects.RoleMaster && ng.Version != nil && *ng.Version != "" {
-				v = *ng.Version
-			}
-		}
-		c.CoeVersion = objects.Str(v)
-		c.ContainerVersion = objects.Str(d.runtime)
+	obs.APIAddress = "https://" + ip(objects.Deref(c.UUID), 1) + ":6443"
+	v := d.coe
+	if tag := c.Labels["kube_tag"]; tag != "" {
+		v = tag
 	}
-	return nil
+	for _, ng := range req.NodeGroups {
+		if ng.Role == objects.RoleMaster && ng.Version != nil && *ng.Version != "" {
+			v = *ng.Version
+		}
+	}
+	obs.COEVersion = v
+	obs.ContainerVersion = d.runtime
+	return obs, nil
 }
 
-// setNodeAddresses gives the nodegroup one address per node, stable for a
-// given nodegroup uuid.
-func (d *Driver) setNodeAddresses(ng *objects.NodeGroup) {
+// addresses gives the nodegroup one address per node, stable for a given
+// nodegroup uuid.
+func addresses(ng *objects.NodeGroup) []string {
 	addrs := make([]string, 0, ng.NodeCount)
 	for i := int64(0); i < ng.NodeCount; i++ {
 		addrs = append(addrs, ip(ng.UUID, 10+int(i)))
 	}
-	if len(addrs) == 0 {
-		addrs = nil
-	}
-	ng.NodeAddresses = addrs
+	return addrs
 }
 
 // ip derives a stable 10.x.y.z address from seed.
@@ -438,8 +424,8 @@ func ip(seed string, host int) string {
 }
 
 // Monitor implements drivers.MonitorProvider.
-func (d *Driver) Monitor(_ context.Context, c *objects.Cluster) (drivers.Monitor, error) {
-	return monitor{cluster: c}, nil
+func (d *Driver) Monitor(_ context.Context, req drivers.ClusterRequest) (drivers.Monitor, error) {
+	return monitor{cluster: req.Cluster}, nil
 }
 
 type monitor struct{ cluster *objects.Cluster }

@@ -2,60 +2,130 @@ package simulated_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/simulated"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 )
 
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func newCluster(labels map[string]string) (*objects.Cluster, []*objects.NodeGroup) {
-	c := &objects.Cluster{UUID: objects.Str("c-uuid"), Name: objects.Str("k"), Labels: labels,
-		Status: objects.CreateInProgress}
-	ngs := []*objects.NodeGroup{
-		{UUID: "m-uuid", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true, Status: objects.CreateInProgress},
-		{UUID: "w-uuid", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 3, IsDefault: true, Status: objects.CreateInProgress},
+// rows are a cluster and its nodegroups as the database holds them.
+type rows struct {
+	c   *objects.Cluster
+	ngs []*objects.NodeGroup
+}
+
+func newRows(labels map[string]string) *rows {
+	r := &rows{
+		c: &objects.Cluster{UUID: objects.Str("c-uuid"), Name: objects.Str("k"), Labels: labels,
+			Status: objects.CreateInProgress, CreateTimeout: objects.Int(60)},
+		ngs: []*objects.NodeGroup{
+			{UUID: "m-uuid", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true, Status: objects.CreateInProgress},
+			{UUID: "w-uuid", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 3, IsDefault: true, Status: objects.CreateInProgress},
+		},
 	}
-	return c, ngs
+	r.reset()
+	return r
+}
+
+func (r *rows) reset() {
+	objects.ResetChanges(r.c)
+	for _, ng := range r.ngs {
+		objects.ResetChanges(ng)
+	}
+}
+
+func (r *rows) req() drivers.ClusterRequest {
+	req := drivers.ClusterRequest{Cluster: objects.Clone(r.c)}
+	for _, ng := range r.ngs {
+		req.NodeGroups = append(req.NodeGroups, objects.Clone(ng))
+	}
+	return req
+}
+
+// store records a result as the conductor does: its stack_id on the
+// cluster (and default nodegroups at create), or on the nodegroup.
+func (r *rows) store(res drivers.Result, ng *objects.NodeGroup) {
+	if res.StackID == "" {
+		return
+	}
+	if ng != nil {
+		ng.StackID = objects.Str(res.StackID)
+		return
+	}
+	r.c.StackID = objects.Str(res.StackID)
+	r.reset()
+}
+
+// judge runs the status machine on obs and records its decision.
+func (r *rows) judge(t *testing.T, obs drivers.Observation, now time.Time) statusmachine.Decision {
+	t.Helper()
+	d := statusmachine.Decide(statusmachine.Input{Cluster: r.c, NodeGroups: r.ngs, Observation: obs, Fresh: true, Now: now,
+		Timeouts: statusmachine.Timeouts{Create: time.Hour}})
+	if d.Cluster == nil {
+		return d
+	}
+	r.c = d.Cluster
+	for _, ng := range d.NodeGroups {
+		i := slices.IndexFunc(r.ngs, func(n *objects.NodeGroup) bool { return n.UUID == ng.UUID })
+		r.ngs[i] = ng
+	}
+	for _, gone := range d.Destroy {
+		r.ngs = slices.DeleteFunc(r.ngs, func(n *objects.NodeGroup) bool { return n.UUID == gone.UUID })
+	}
+	r.reset()
+	return d
+}
+
+// sync is one status sync: observe, then judge.
+func (r *rows) sync(t *testing.T, d *simulated.Driver, now time.Time) statusmachine.Decision {
+	t.Helper()
+	obs, err := d.Observe(context.Background(), drivers.ObserveRequest{ClusterRequest: r.req()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.judge(t, obs, now)
 }
 
 func TestCreateCompletesAfterDelay(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1000, 0)}
 	d := simulated.New(simulated.Options{Delay: 30 * time.Second, Now: clk.now})
-	c, ngs := newCluster(nil)
-	if err := d.CreateCluster(ctx, c, 60); err != nil {
-		t.Fatal(err)
+	r := newRows(nil)
+	res, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req(), Timeout: time.Hour})
+	if err != nil || res.Observation != nil {
+		t.Fatalf("%+v %v", res, err)
 	}
-	if op, start, ok := simulated.ParseStackID(c.StackID); !ok || op != "create" || !start.Equal(clk.t) {
-		t.Fatalf("stack_id = %q", objects.Deref(c.StackID))
+	if op, start, ok := simulated.ParseStackID(&res.StackID); !ok || op != "create" || !start.Equal(clk.t) {
+		t.Fatalf("stack_id = %q", res.StackID)
 	}
+	r.store(res, nil)
 	clk.t = clk.t.Add(29 * time.Second)
-	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
-		t.Fatal(err)
-	}
-	if c.Status != objects.CreateInProgress || ngs[0].Status != objects.CreateInProgress {
-		t.Fatalf("completed early: %s %s", c.Status, ngs[0].Status)
+	r.sync(t, d, clk.t)
+	if r.c.Status != objects.CreateInProgress || r.ngs[0].Status != objects.CreateInProgress {
+		t.Fatalf("completed early: %s %s", r.c.Status, r.ngs[0].Status)
 	}
 	clk.t = clk.t.Add(time.Second)
-	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
-		t.Fatal(err)
+	if dec := r.sync(t, d, clk.t); dec.Event == nil || dec.Event.Action != "create" || dec.Event.Outcome != "success" {
+		t.Fatalf("event %+v", dec.Event)
 	}
-	if c.Status != objects.CreateComplete {
-		t.Fatalf("status = %s", c.Status)
+	if r.c.Status != objects.CreateComplete || objects.Deref(r.c.StatusReason) != "simulated create completed" {
+		t.Fatalf("status = %s %q", r.c.Status, objects.Deref(r.c.StatusReason))
 	}
-	for _, ng := range ngs {
+	for _, ng := range r.ngs {
 		if ng.Status != objects.CreateComplete || int64(len(ng.NodeAddresses)) != ng.NodeCount {
 			t.Fatalf("nodegroup %s: %s %v", ng.Name, ng.Status, ng.NodeAddresses)
 		}
 	}
-	if objects.Deref(c.APIAddress) == "" || objects.Deref(c.CoeVersion) != "v1.33.1" {
-		t.Fatalf("api_address %q coe_version %q", objects.Deref(c.APIAddress), objects.Deref(c.CoeVersion))
+	if objects.Deref(r.c.APIAddress) == "" || objects.Deref(r.c.CoeVersion) != "v1.33.1" || objects.Deref(r.c.ContainerVersion) != "1.7.27" {
+		t.Fatalf("api_address %q coe_version %q", objects.Deref(r.c.APIAddress), objects.Deref(r.c.CoeVersion))
 	}
 }
 
@@ -65,71 +135,97 @@ func TestOperationsEndInTheirFinalStatus(t *testing.T) {
 		name    string
 		labels  map[string]string
 		status  string
-		call    func(d *simulated.Driver, c *objects.Cluster, ngs []*objects.NodeGroup) error
+		call    func(d *simulated.Driver, r *rows) error
 		want    string
-		wantNGs string
+		wantNGs string // "" : none still in progress
 	}{
-		{"create", nil, objects.CreateInProgress, func(d *simulated.Driver, c *objects.Cluster, _ []*objects.NodeGroup) error {
-			return d.CreateCluster(ctx, c, 0)
+		{"create", nil, objects.CreateInProgress, func(d *simulated.Driver, r *rows) error {
+			res, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req()})
+			r.store(res, nil)
+			return err
 		}, objects.CreateComplete, objects.CreateComplete},
-		{"create fails", map[string]string{"sim_fail": "create"}, objects.CreateInProgress, func(d *simulated.Driver, c *objects.Cluster, _ []*objects.NodeGroup) error {
-			return d.CreateCluster(ctx, c, 0)
+		{"create fails", map[string]string{"sim_fail": "create"}, objects.CreateInProgress, func(d *simulated.Driver, r *rows) error {
+			res, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req()})
+			r.store(res, nil)
+			return err
 		}, objects.CreateFailed, objects.CreateFailed},
-		{"resize", nil, objects.UpdateInProgress, func(d *simulated.Driver, c *objects.Cluster, ngs []*objects.NodeGroup) error {
-			ngs[1].NodeCount = 5
-			ngs[1].Status = objects.UpdateInProgress
-			return d.ResizeCluster(ctx, c, nil, 5, nil, ngs[1])
+		{"resize", nil, objects.UpdateInProgress, func(d *simulated.Driver, r *rows) error {
+			r.ngs[1].NodeCount, r.ngs[1].Status = 5, objects.UpdateInProgress
+			r.reset()
+			res, err := d.ResizeCluster(ctx, drivers.ResizeRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1], NodeCount: 5})
+			r.store(res, nil)
+			return err
 		}, objects.UpdateComplete, ""},
-		{"update fails covers resize", map[string]string{"sim_fail": "update"}, objects.UpdateInProgress, func(d *simulated.Driver, c *objects.Cluster, ngs []*objects.NodeGroup) error {
-			ngs[1].Status = objects.UpdateInProgress
-			return d.ResizeCluster(ctx, c, nil, 5, nil, ngs[1])
+		{"update fails covers resize", map[string]string{"sim_fail": "update"}, objects.UpdateInProgress, func(d *simulated.Driver, r *rows) error {
+			r.ngs[1].Status = objects.UpdateInProgress
+			r.reset()
+			res, err := d.ResizeCluster(ctx, drivers.ResizeRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1], NodeCount: 5})
+			r.store(res, nil)
+			return err
 		}, objects.UpdateFailed, ""},
-		{"upgrade", nil, objects.UpdateInProgress, func(d *simulated.Driver, c *objects.Cluster, ngs []*objects.NodeGroup) error {
-			ngs[0].Status = objects.UpdateInProgress
-			return d.UpgradeCluster(ctx, c, &objects.ClusterTemplate{UUID: objects.Str("ct2"), Labels: map[string]string{"kube_tag": "v1.34.0"}}, 1, ngs[0], nil, false)
+		{"upgrade", nil, objects.UpdateInProgress, func(d *simulated.Driver, r *rows) error {
+			r.ngs[0].Status = objects.UpdateInProgress
+			r.reset()
+			res, err := d.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[0],
+				NewTemplate: &objects.ClusterTemplate{UUID: objects.Str("ct2"), Labels: map[string]string{"kube_tag": "v1.34.0"}}})
+			r.store(res, nil)
+			return err
 		}, objects.UpdateComplete, ""},
-		{"delete", nil, objects.DeleteInProgress, func(d *simulated.Driver, c *objects.Cluster, _ []*objects.NodeGroup) error {
-			return d.DeleteCluster(ctx, c)
-		}, objects.DeleteComplete, objects.DeleteComplete},
-		{"delete fails", map[string]string{"sim_fail": "delete"}, objects.DeleteInProgress, func(d *simulated.Driver, c *objects.Cluster, _ []*objects.NodeGroup) error {
-			return d.DeleteCluster(ctx, c)
-		}, objects.DeleteFailed, objects.DeleteFailed},
-		{"nodegroup create", nil, objects.UpdateInProgress, func(d *simulated.Driver, c *objects.Cluster, ngs []*objects.NodeGroup) error {
-			ngs[1].Status = objects.CreateInProgress
-			return d.CreateNodeGroup(ctx, c, ngs[1])
+		{"delete", nil, objects.DeleteInProgress, func(d *simulated.Driver, r *rows) error {
+			res, err := d.DeleteCluster(ctx, r.req())
+			r.store(res, nil)
+			return err
+		}, objects.DeleteComplete, objects.CreateComplete},
+		{"delete fails", map[string]string{"sim_fail": "delete"}, objects.DeleteInProgress, func(d *simulated.Driver, r *rows) error {
+			res, err := d.DeleteCluster(ctx, r.req())
+			r.store(res, nil)
+			return err
+		}, objects.DeleteFailed, objects.CreateComplete},
+		{"nodegroup create", nil, objects.UpdateInProgress, func(d *simulated.Driver, r *rows) error {
+			r.ngs[1].Status = objects.CreateInProgress
+			r.reset()
+			res, err := d.CreateNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1]})
+			r.store(res, r.ngs[1])
+			return err
 		}, objects.UpdateComplete, ""},
-		{"hang", map[string]string{"sim_hang": "true"}, objects.CreateInProgress, func(d *simulated.Driver, c *objects.Cluster, _ []*objects.NodeGroup) error {
-			return d.CreateCluster(ctx, c, 0)
+		{"nodegroup create fails", map[string]string{"sim_fail": "ng_create"}, objects.UpdateInProgress, func(d *simulated.Driver, r *rows) error {
+			r.ngs[1].Status = objects.CreateInProgress
+			r.reset()
+			res, err := d.CreateNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1]})
+			r.store(res, r.ngs[1])
+			return err
+		}, objects.UpdateFailed, ""},
+		{"hang", map[string]string{"sim_hang": "true"}, objects.CreateInProgress, func(d *simulated.Driver, r *rows) error {
+			res, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req()})
+			r.store(res, nil)
+			return err
 		}, objects.CreateInProgress, objects.CreateInProgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &clock{t: time.Unix(1000, 0)}
 			d := simulated.New(simulated.Options{Delay: time.Minute, Now: clk.now})
-			c, ngs := newCluster(tc.labels)
-			for _, ng := range ngs {
-				ng.Status = objects.CreateComplete
-			}
-			if tc.status == objects.CreateInProgress {
-				for _, ng := range ngs {
-					ng.Status = objects.CreateInProgress
+			r := newRows(tc.labels)
+			for _, ng := range r.ngs {
+				if tc.status != objects.CreateInProgress {
+					ng.Status = objects.CreateComplete
 				}
 			}
-			c.Status = tc.status
-			if err := tc.call(d, c, ngs); err != nil {
+			r.c.Status = tc.status
+			r.c.StackID = objects.Str(simulated.StackID("create", clk.t.Add(-time.Hour)))
+			r.reset()
+			if err := tc.call(d, r); err != nil {
 				t.Fatal(err)
 			}
 			clk.t = clk.t.Add(time.Minute)
-			if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
-				t.Fatal(err)
+			r.sync(t, d, clk.t)
+			if r.c.Status != tc.want {
+				t.Fatalf("status = %s (%s), want %s", r.c.Status, objects.Deref(r.c.StatusReason), tc.want)
 			}
-			if c.Status != tc.want {
-				t.Fatalf("status = %s (%s), want %s", c.Status, objects.Deref(c.StatusReason), tc.want)
-			}
-			for _, ng := range ngs {
+			for _, ng := range r.ngs {
 				if tc.wantNGs != "" && ng.Status != tc.wantNGs {
 					t.Fatalf("nodegroup %s = %s, want %s", ng.Name, ng.Status, tc.wantNGs)
 				}
-				if tc.wantNGs == "" && (ng.Status == objects.UpdateInProgress || ng.Status == objects.CreateInProgress) {
+				if tc.wantNGs == "" && statusmachine.InProgress(ng.Status) {
 					t.Fatalf("nodegroup %s still %s", ng.Name, ng.Status)
 				}
 			}
@@ -137,41 +233,48 @@ func TestOperationsEndInTheirFinalStatus(t *testing.T) {
 	}
 }
 
-func TestUpgradeRecordsTemplateAndVersion(t *testing.T) {
-	ctx := context.Background()
+// TestNodeGroupDeletionIsGone: a nodegroup deleted is reported gone once
+// its delay passed, and its row goes.
+func TestNodeGroupDeletionIsGone(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	d := simulated.New(simulated.Options{Now: clk.now})
-	c, ngs := newCluster(nil)
-	c.Status = objects.UpdateInProgress
-	ngs[0].Status = objects.UpdateInProgress
-	ngs[1].Status = objects.CreateComplete
-	if err := d.UpgradeCluster(ctx, c, &objects.ClusterTemplate{UUID: objects.Str("ct2"), Labels: map[string]string{"kube_tag": "v1.34.0"}}, 1, ngs[0], nil, false); err != nil {
+	d := simulated.New(simulated.Options{Delay: time.Minute, Now: clk.now})
+	r := newRows(nil)
+	r.c.Status, r.c.StackID = objects.UpdateInProgress, objects.Str(simulated.StackID("create", clk.t.Add(-time.Hour)))
+	r.ngs[0].Status = objects.CreateComplete
+	r.ngs[1].Status = objects.DeleteInProgress
+	r.reset()
+	res, err := d.DeleteNodeGroup(context.Background(), drivers.NodeGroupRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1]})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.UpdateClusterStatus(ctx, c, ngs); err != nil {
-		t.Fatal(err)
+	r.store(res, r.ngs[1])
+	r.reset()
+	clk.t = clk.t.Add(59 * time.Second)
+	if r.sync(t, d, clk.t); len(r.ngs) != 2 || r.c.Status != objects.UpdateInProgress {
+		t.Fatalf("gone early: %d nodegroups, %s", len(r.ngs), r.c.Status)
 	}
-	if objects.Deref(c.ClusterTemplateID) != "ct2" || objects.Deref(c.CoeVersion) != "v1.34.0" || c.Status != objects.UpdateComplete {
-		t.Fatalf("template %q coe %q status %s", objects.Deref(c.ClusterTemplateID), objects.Deref(c.CoeVersion), c.Status)
+	clk.t = clk.t.Add(time.Second)
+	if dec := r.sync(t, d, clk.t); len(dec.Destroy) != 1 || len(r.ngs) != 1 || r.c.Status != objects.UpdateComplete {
+		t.Fatalf("%d nodegroups, %s", len(r.ngs), r.c.Status)
 	}
 }
 
 func TestSyncFailureAndMonitor(t *testing.T) {
 	ctx := context.Background()
 	d := simulated.New(simulated.Options{})
-	c, _ := newCluster(map[string]string{"sim_fail_sync": "create,rotate_ca"})
-	if err := d.CreateCluster(ctx, c, 0); err == nil {
+	r := newRows(map[string]string{"sim_fail_sync": "create,rotate_ca"})
+	if _, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req()}); err == nil {
 		t.Fatal("CreateCluster: want error")
 	}
-	if err := d.RotateCACertificate(ctx, c); err == nil {
+	if _, err := d.RotateCACertificate(ctx, r.req()); err == nil {
 		t.Fatal("RotateCACertificate: want error")
 	}
-	if err := d.DeleteCluster(ctx, c); err != nil {
+	if _, err := d.DeleteCluster(ctx, r.req()); err != nil {
 		t.Fatal(err)
 	}
 	for label, want := range map[string]string{"": objects.Healthy, "unhealthy": objects.Unhealthy, "unknown": objects.Unknown} {
-		c.Labels = map[string]string{"sim_health": label}
-		m, err := d.Monitor(ctx, c)
+		r.c.Labels = map[string]string{"sim_health": label}
+		m, err := d.Monitor(ctx, r.req())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,23 +283,26 @@ func TestSyncFailureAndMonitor(t *testing.T) {
 			t.Fatalf("label %q: %v %v, want %s", label, h, err, want)
 		}
 	}
-	c.Labels = map[string]string{"sim_health": "hang"}
-	m, _ := d.Monitor(ctx, c)
+	r.c.Labels = map[string]string{"sim_health": "hang"}
+	m, _ := d.Monitor(ctx, r.req())
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := m.PollHealth(cctx); err == nil {
 		t.Fatal("hang: want ctx error")
 	}
-	r, err := drivers.NewRegistry(nil, d)
+	reg, err := drivers.NewRegistry(nil, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.ForTemplate(&objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"})
+	got, err := reg.ForTemplate(&objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("simulated"), Coe: "kubernetes"})
 	if err != nil || got != drivers.Driver(d) {
 		t.Fatalf("ForTemplate = %v, %v", got, err)
 	}
 }
 
+// TestZeroDelayCreateCompletesAtOnce: at delay 0 the create's result
+// carries the observation of a finished create, for the cluster and its
+// default nodegroups alike (#25: the nodegroups used to stay in progress).
 func TestZeroDelayCreateCompletesAtOnce(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1000, 0)}
@@ -204,29 +310,46 @@ func TestZeroDelayCreateCompletesAtOnce(t *testing.T) {
 		name       string
 		delay      time.Duration
 		labels     map[string]string
-		wantStatus string
+		wantStatus string // "": no observation in the result
 	}{
 		{"zero delay completes inside CreateCluster", 0, nil, objects.CreateComplete},
 		{"zero delay with sim_fail=create fails inside CreateCluster", 0, map[string]string{"sim_fail": "create"}, objects.CreateFailed},
-		{"a sim_delay label keeps the create in progress", 0, map[string]string{"sim_delay": "5s"}, objects.CreateInProgress},
-		{"sim_hang keeps the create in progress", 0, map[string]string{"sim_hang": "true"}, objects.CreateInProgress},
-		{"a configured delay keeps the create in progress", time.Second, nil, objects.CreateInProgress},
+		{"a sim_delay label keeps the create in progress", 0, map[string]string{"sim_delay": "5s"}, ""},
+		{"sim_hang keeps the create in progress", 0, map[string]string{"sim_hang": "true"}, ""},
+		{"a configured delay keeps the create in progress", time.Second, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := simulated.New(simulated.Options{Delay: tc.delay, Now: clk.now})
-			c, _ := newCluster(tc.labels)
-			if err := d.CreateCluster(ctx, c, 60); err != nil {
+			r := newRows(tc.labels)
+			res, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req(), Timeout: time.Hour})
+			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Status != tc.wantStatus {
-				t.Fatalf("status = %s, want %s", c.Status, tc.wantStatus)
+			if op, _, ok := simulated.ParseStackID(&res.StackID); !ok || op != simulated.OpCreate {
+				t.Fatalf("stack_id = %q", res.StackID)
 			}
-			if op, _, ok := simulated.ParseStackID(c.StackID); !ok || op != simulated.OpCreate {
-				t.Fatalf("stack_id = %q", objects.Deref(c.StackID))
+			if tc.wantStatus == "" {
+				if res.Observation != nil {
+					t.Fatalf("observation %+v", res.Observation)
+				}
+				return
 			}
-			if tc.wantStatus == objects.CreateComplete && (objects.Deref(c.APIAddress) == "" || objects.Deref(c.CoeVersion) == "") {
-				t.Fatalf("api_address %q coe_version %q", objects.Deref(c.APIAddress), objects.Deref(c.CoeVersion))
+			if res.Observation == nil {
+				t.Fatal("no observation")
+			}
+			r.store(res, nil)
+			r.judge(t, *res.Observation, clk.t)
+			if r.c.Status != tc.wantStatus {
+				t.Fatalf("status = %s, want %s", r.c.Status, tc.wantStatus)
+			}
+			for _, ng := range r.ngs {
+				if statusmachine.InProgress(ng.Status) {
+					t.Fatalf("nodegroup %s still %s", ng.Name, ng.Status)
+				}
+			}
+			if tc.wantStatus == objects.CreateComplete && (objects.Deref(r.c.APIAddress) == "" || objects.Deref(r.c.CoeVersion) == "") {
+				t.Fatalf("api_address %q coe_version %q", objects.Deref(r.c.APIAddress), objects.Deref(r.c.CoeVersion))
 			}
 		})
 	}

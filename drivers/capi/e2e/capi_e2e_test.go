@@ -281,7 +281,7 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	if err := drv.Start(ctx); err != nil { // informers live until the test ends
 		t.Fatal(err)
 	}
-	registry, err := drivers.NewRegistry(nil, drv)
+	registry, err := drivers.NewRegistry(nil, capi.NewContract(drv, capi.RunOptions{}, log))
 	if err != nil {
 		t.Fatal(err)
 	}
