@@ -23,6 +23,12 @@ class ZeroDelayDriver(driver_mod.Driver):
         # destroys a DELETE_COMPLETE cluster, as with the Heat driver).
         if not cluster.status.endswith('_IN_PROGRESS'):
             return
+        if not cluster.stack_id:
+            # create_cluster has not returned yet (the conductor saves the
+            # stack_id with the certificates' references): a backend that
+            # has no stack yet has nothing to report. Completing it here
+            # would show CREATE_COMPLETE before the cluster has its CA.
+            return
         done = cluster.status.replace('_IN_PROGRESS', '_COMPLETE')
         for ng in cluster.nodegroups:
             if ng.status and ng.status.endswith('_IN_PROGRESS'):

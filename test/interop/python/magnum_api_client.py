@@ -368,10 +368,27 @@ def scenario_unsupported(ctx, api, seed):
                              master_lb_enabled=False)
         emit('cluster_create_' + name,
              lambda: api.cluster_create_async(cl, 1, 1, 60))
-        emit('wait_create_failed_' + name, lambda: wait_until(
-            ctx, cl.uuid, lambda c, ngs: [c.status, c.status_reason]
-            if c.status == 'CREATE_FAILED' else None))
+        emit('wait_create_failed_' + name,
+             lambda: wait_create_failed(ctx, cl.uuid))
         emit('cluster_delete_' + name, lambda: api.cluster_delete(cl.uuid))
+
+
+def wait_create_failed(ctx, cluster_uuid, timeout=60):
+    """Polls until the cluster is CREATE_FAILED and returns its status and
+    reason; the cast may not have created it yet."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
+            last = c.status
+            if c.status == 'CREATE_FAILED':
+                return [c.status, c.status_reason]
+        except Exception as e:
+            if not type(e).__name__.startswith('ClusterNotFound'):
+                raise
+        time.sleep(0.2)
+    raise RuntimeError('timed out waiting for CREATE_FAILED; last %s' % last)
 
 
 def refuse_upgrade(api, ctx, cluster_uuid, template):
