@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,14 +49,7 @@ func (c *cli) run(name string, args ...string) (int, string) {
 	case err != nil:
 		c.t.Fatalf("%s: openstack coe %s: %v", name, strings.Join(args, " "), err)
 	}
-	out := strings.TrimSpace(stdout.String())
-	var v any
-	if json.Unmarshal(stdout.Bytes(), &v) == nil {
-		b, _ := json.Marshal(normalize(v))
-		out = string(b)
-	} else {
-		out = uuidRE.ReplaceAllString(out, "<uuid>")
-	}
+	out := normalizeCLI(stdout.String())
 	if code != 0 {
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 		out += " | " + uuidRE.ReplaceAllString(lines[len(lines)-1], "<uuid>")
@@ -63,6 +57,30 @@ func (c *cli) run(name string, args ...string) (int, string) {
 	c.steps = append(c.steps, step{Name: name, Code: code, Body: out})
 	c.t.Logf("%s: openstack coe %s → %d %s", name, strings.Join(args, " "), code, out)
 	return code, out
+}
+
+// pemRE matches a PEM block.
+var pemRE = regexp.MustCompile(`(?s)-----BEGIN ([A-Z ]+)-----.*?-----END [A-Z ]+-----`)
+
+// normalizeCLI is the CLI's output without what differs between any two
+// runs: JSON (also after a first line of text, as `cluster template create
+// -f json` prints it) normalized as the HTTP answers are, ids in text
+// replaced, PEM blocks reduced to their type.
+func normalizeCLI(stdout string) string {
+	out := strings.TrimSpace(stdout)
+	head, rest := "", out
+	if !strings.HasPrefix(out, "{") && !strings.HasPrefix(out, "[") {
+		if i := strings.IndexAny(out, "{["); i > 0 && out[i-1] == '\n' {
+			head, rest = strings.TrimSpace(out[:i]), out[i:]
+		}
+	}
+	var v any
+	if json.Unmarshal([]byte(rest), &v) == nil {
+		b, _ := json.Marshal(normalize(v))
+		out = strings.TrimSpace(head + "\n" + string(b))
+	}
+	out = pemRE.ReplaceAllString(out, "<PEM $1>")
+	return uuidRE.ReplaceAllString(out, "<uuid>")
 }
 
 // cliScenario is what a user types: templates, a cluster's life, resize,
@@ -172,7 +190,7 @@ func TestOpenStackCLIMatchesPythonConductor(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"cluster_create":     "Request to create cluster <uuid> accepted",
-		"ca_show":            "-----BEGIN CERTIFICATE-----",
+		"ca_show":            "<PEM CERTIFICATE>",
 		"service_list":       `[{"binary":"magnum-conductor","state":"up"}]`,
 		"cluster_list_empty": "[]",
 	} {
@@ -188,5 +206,20 @@ func TestOpenStackCLIMatchesPythonConductor(t *testing.T) {
 	}
 	if s := by["template_show"]; !strings.Contains(s.Body, `"driver":"simulated"`) {
 		t.Errorf("template_show should show driver simulated: %s", s.Body)
+	}
+}
+
+func TestNormalizeCLI(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Request to create cluster 5f0c1e2a-9b7d-4c3e-8a1f-2b3c4d5e6f70 accepted",
+			"Request to create cluster <uuid> accepted"},
+		{"Request to create cluster template t2 accepted\n{\"uuid\": \"x\", \"name\": \"t2\", \"created_at\": \"now\"}",
+			"Request to create cluster template t2 accepted\n{\"name\":\"t2\"}"},
+		{"[{\"name\": \"c1\", \"uuid\": \"u\"}]", "[{\"name\":\"c1\"}]"},
+		{"-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n", "<PEM CERTIFICATE>"},
+	} {
+		if got := normalizeCLI(tc.in); got != tc.want {
+			t.Errorf("normalizeCLI(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
