@@ -9,7 +9,7 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # own module: k8s.io/kubernetes stays out of the product's go.mod.
 KUBEAPISERVER := test/kubeapiserver
 
-.PHONY: help build run test race unit bench lint services sample clean apihost-deb interop-nightly
+.PHONY: help build run test race unit bench lint services sample clean apihost-deb
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
