@@ -9,7 +9,7 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # own module: k8s.io/kubernetes stays out of the product's go.mod.
 KUBEAPISERVER := test/kubeapiserver
 
-.PHONY: help build run test race unit bench lint services sample clean apihost-deb
+.PHONY: help build run test race unit bench lint services sample clean apihost-deb interop-nightly
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ unit: ## only the tests that need no service
 bench: build ## benchmarks, and the side-by-side comparison with the Python conductor
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./api/... ./certmanager/... ./periodic/... ./drivers/...
 	$(GO) run ./test/bench
+
+interop-nightly: ## the live interop sides CI leaves out for time: the 15.0.1 side of the lifecycle scenario
+	MAGNUM_INTEROP_NIGHTLY=1 $(GO) test $(GOTESTFLAGS) -run '^TestLifecycleMatchesPythonConductor$$/^15\.0\.1$$' ./test/interop/lifecycle
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

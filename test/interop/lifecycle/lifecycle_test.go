@@ -72,9 +72,21 @@ func TestLifecycleMatchesPythonConductor(t *testing.T) {
 		t.Skip("starts the Python conductor")
 	}
 	for _, r := range pyrelease.All() {
-		t.Run(r.Name, func(t *testing.T) { testLifecycle(t, r) })
+		t.Run(r.Name, func(t *testing.T) {
+			if r == pyrelease.Magnum15 && os.Getenv(nightlyEnv) != "1" {
+				// The longest live scenario: its 15.0.1 side (4 to 6
+				// minutes on the 2-core machine) runs in make
+				// interop-nightly, to keep CI within its 90 minutes.
+				t.Skip("the 15.0.1 side runs in make interop-nightly (" + nightlyEnv + "=1)")
+			}
+			testLifecycle(t, r)
+		})
 	}
 }
+
+// nightlyEnv, set to 1, runs the interop sides CI leaves out (make
+// interop-nightly).
+const nightlyEnv = "MAGNUM_INTEROP_NIGHTLY"
 
 // unsupportedType is our conductor's answer (and Magnum 2026.2's) for a
 // template no driver serves; 15.0.1 said "Cluster type (vm, plan9,
