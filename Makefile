@@ -5,9 +5,12 @@ CONF      ?= etc/magnum/magnum-dev.conf
 PKGS      := ./...
 BINARIES  := magnum-conductor magnum-db-manage magnumctl
 GOTESTFLAGS ?= -count=1 -timeout 40m
-# The test-only Kubernetes API server (full kube-apiserver with etcd) is its
-# own module: k8s.io/kubernetes stays out of the product's go.mod.
+# The test-only Kubernetes API server (full kube-apiserver with etcd, and
+# kube-controller-manager as the tests' garbage collector) is its own
+# module: k8s.io/kubernetes stays out of the product's go.mod. So are the
+# Cluster API managers the tests run (they pin other k8s.io versions).
 KUBEAPISERVER := test/kubeapiserver
+CAPIMANAGERS  := test/capimanagers
 
 .PHONY: help build run test race unit bench lint services sample clean apihost-deb interop-nightly
 
@@ -24,8 +27,8 @@ run: build ## start magnum-conductor on the embedded default (SQLite file under 
 
 test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make services`)
 	$(GO) vet $(PKGS)
-	@echo "building the test Kubernetes API server ($(KUBEAPISERVER); minutes on a cold build cache)"
-	$(GO) build -C $(KUBEAPISERVER) -o /dev/null .
+	@echo "building the test Kubernetes API server, garbage collector and Cluster API managers ($(KUBEAPISERVER), $(CAPIMANAGERS); cached by content, about 20 minutes when cold)"
+	$(GO) run ./drivers/capi/internal/apitest/prebuild
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
 	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
@@ -54,6 +57,7 @@ lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; con
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) vet -C $(KUBEAPISERVER) ./...
+	$(GO) vet -C $(CAPIMANAGERS) ./...
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once)

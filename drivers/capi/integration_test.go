@@ -61,6 +61,7 @@ func TestMain(m *testing.M) {
 	if code != 0 {
 		fmt.Fprint(os.Stderr, "capi: test API server output:\n", s.Output())
 	}
+	stopRealCAPI() // the server with the real controllers (realcapi_test.go), if a test started it
 	s.Stop()
 	os.Exit(code)
 }

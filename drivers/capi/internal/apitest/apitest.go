@@ -19,8 +19,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,39 +59,49 @@ var capiCRDs = []string{
 type Server struct {
 	Config *rest.Config
 
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	exited chan struct{} // closed once cmd has been waited for
-	dir    string        // kubeconfig and the server's TMPDIR
-	stderr *os.File
+	logf        Logger
+	kubeconfig  string       // the server's kubeconfig (system:masters)
+	capiVersion string       // of the Cluster API CRDs installed by StartWithCRDs
+	controllers *Controllers // started by StartControllers, stopped by Stop
+	cmd         *exec.Cmd
+	stdin       io.WriteCloser
+	exited      chan struct{} // closed once cmd has been waited for
+	dir         string        // kubeconfig and the server's TMPDIR
+	stderr      *os.File
 }
 
 // Logger receives progress lines (build and start times).
 type Logger func(format string, args ...any)
 
 // CAPIModuleDir downloads (if needed) the Cluster API module at version
-// and returns its directory in the module cache. Only the Go module proxy
-// is used; nothing is compiled and go.mod is not touched.
+// and returns its directory in the module cache.
 func CAPIModuleDir(ctx context.Context, version string) (string, error) {
+	return ModuleDir(ctx, CAPIModule, version)
+}
+
+// ModuleDir downloads (if needed) module at version and returns its
+// directory in the module cache. Only the Go module proxy is used; nothing
+// is compiled and no go.mod is touched.
+func ModuleDir(ctx context.Context, module, version string) (string, error) {
 	tmp, err := os.MkdirTemp("", "capi-mod")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", CAPIModule+"@"+version)
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Dir = tmp // outside any module: go.mod and go.sum stay as they are
 	cmd.Env = append(os.Environ(), "GO111MODULE=on", "GOFLAGS=-mod=mod")
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("apitest: go mod download %s@%s: %w: %s%s", CAPIModule, version, err, stderr.String(), out.String())
+		return "", fmt.Errorf("apitest: go mod download %s@%s: %w: %s%s", module, version, err, stderr.String(), out.String())
 	}
 	var info struct{ Dir, Error string }
 	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
 		return "", fmt.Errorf("apitest: go mod download output: %w", err)
 	}
 	if info.Error != "" || info.Dir == "" {
-		return "", fmt.Errorf("apitest: go mod download %s@%s: %s", CAPIModule, version, info.Error)
+		return "", fmt.Errorf("apitest: go mod download %s@%s: %s", module, version, info.Error)
 	}
 	return info.Dir, nil
 }
@@ -136,49 +144,51 @@ func StartWithCRDs(ctx context.Context, crdTestdata string, verbose bool) (*Serv
 	if verbose {
 		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	}
-	return Start(ctx, logf, files)
+	s, err := Start(ctx, logf, files)
+	if err != nil {
+		return nil, err
+	}
+	s.capiVersion = version
+	return s, nil
 }
 
 // serverModule is the test server's module, relative to the root of the
-// magnum-conductor module.
+// magnum-conductor module. It also builds the garbage collector
+// (kube-controller-manager) that StartControllers runs.
 const serverModule = "test/kubeapiserver"
 
-// Build compiles test/kubeapiserver (the module around the working
-// directory's main module) into a path under os.TempDir() that depends
-// only on the checkout, and returns that path. A lock file serialises
-// concurrent builds (go test runs packages in parallel); when nothing
-// changed, go build finds the binary up to date and does not relink.
-func Build(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+// Names of the binaries built from serverModule.
+const (
+	binAPIServer         = "kubeapiserver"
+	binControllerManager = "kube-controller-manager"
+)
+
+// serverTargets are the binaries of serverModule, linked with the
+// Kubernetes version the module requires.
+func serverTargets(ctx context.Context) ([]target, error) {
+	version, err := moduleVersion(ctx, serverModule, "k8s.io/kubernetes")
 	if err != nil {
-		return "", fmt.Errorf("apitest: go env GOMOD: %w", err)
+		return nil, err
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("apitest: not inside the magnum-conductor module")
+	ldflags, err := versionLDFlags(version)
+	if err != nil {
+		return nil, err
 	}
-	src := filepath.Join(filepath.Dir(gomod), serverModule)
-	sum := sha256.Sum256([]byte(src))
-	dir := filepath.Join(os.TempDir(), "magnum-conductor-kubeapiserver-"+hex.EncodeToString(sum[:6]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return []target{
+		{name: binAPIServer, pkg: ".", ldflags: ldflags},
+		{name: binControllerManager, pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: ldflags},
+	}, nil
+}
+
+// Build compiles the binaries of test/kubeapiserver named in need (all when
+// none is named) and returns the directory that holds them; see
+// buildModule for the cache.
+func Build(ctx context.Context, logf Logger, need ...string) (string, error) {
+	targets, err := serverTargets(ctx)
+	if err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close() // releases the lock
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("apitest: lock %s: %w", lock.Name(), err)
-	}
-	bin := filepath.Join(dir, "kubeapiserver")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOWORK=off") // its own go.mod, whatever the caller's workspace
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("apitest: go build in %s: %w\n%s", src, err, out)
-	}
-	return bin, nil
+	return buildModule(ctx, logf, serverModule, "kubeapiserver", targets, need...)
 }
 
 // Start builds and starts the API server, waits for its kubeconfig and
@@ -187,13 +197,14 @@ func Build(ctx context.Context) (string, error) {
 // holds errors only) is kept for Output.
 func Start(ctx context.Context, logf Logger, crdFiles []string) (*Server, error) {
 	begin := time.Now()
-	bin, err := Build(ctx)
+	dir, err := Build(ctx, logf, binAPIServer)
 	if err != nil {
 		return nil, err
 	}
+	bin := filepath.Join(dir, binAPIServer)
 	logf("apitest: test server built (or found up to date) in %s", time.Since(begin).Round(time.Millisecond))
 	begin = time.Now()
-	s := &Server{exited: make(chan struct{})}
+	s := &Server{exited: make(chan struct{}), logf: logf}
 	ok := false
 	defer func() {
 		if !ok {
@@ -207,6 +218,7 @@ func Start(ctx context.Context, logf Logger, crdFiles []string) (*Server, error)
 		return nil, err
 	}
 	kubeconfig := filepath.Join(s.dir, "kubeconfig")
+	s.kubeconfig = kubeconfig
 	tmp := filepath.Join(s.dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
@@ -276,9 +288,14 @@ func (s *Server) Output() string {
 	return string(b)
 }
 
-// Stop asks the server to stop (stdin closed, SIGTERM), kills its process
-// group if it has not exited within 10 s, and removes its files.
+// Stop stops the controllers (if started), asks the server to stop (stdin
+// closed, SIGTERM), kills its process group if it has not exited within
+// 10 s, and removes its files.
 func (s *Server) Stop() {
+	if s.controllers != nil {
+		s.controllers.stop()
+		s.controllers = nil
+	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.stdin.Close()
 		pgid := s.cmd.Process.Pid // Setpgid: the group id is the pid
@@ -300,6 +317,11 @@ func (s *Server) Stop() {
 		s.dir = ""
 	}
 }
+
+// ContractLabel is the label by which Cluster API finds the versions of a
+// provider's CRD that implement its v1beta2 contract; clusterctl adds it
+// from the provider's metadata.
+const ContractLabel = "cluster.x-k8s.io/v1beta2"
 
 func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(path)
@@ -346,6 +368,18 @@ func (s *Server) installCRDs(ctx context.Context, files []string) error {
 		}
 		crd.Spec.Versions = keep
 		crd.Spec.Conversion = nil
+		// As clusterctl installs them: the served (storage) version
+		// implements the contract.
+		names := make([]string, 0, len(keep))
+		for _, v := range keep {
+			names = append(names, v.Name)
+		}
+		labels := crd.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ContractLabel] = strings.Join(names, "_")
+		crd.SetLabels(labels)
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("apitest: create CRD %s: %w", crd.Name, err)
 		}

@@ -1,0 +1,682 @@
+package capi
+
+// Tests that send what the driver builds to the real Cluster API webhooks
+// and topology controller (drivers/capi/internal/apitest), on a second test
+// API server: the other integration tests of this package play Cluster
+// API themselves on the first one, and real controllers there would fight
+// them.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
+)
+
+// realCAPI is the API server with the real controllers, started by the
+// first test that needs it and stopped by stopRealCAPI (TestMain).
+var realCAPI struct {
+	once   sync.Once
+	server *apitest.Server
+	err    error
+}
+
+func needRealCAPI(t *testing.T) (*apitest.Server, dynamic.Interface) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the test kube-apiserver and the Cluster API controllers (not started with -short)")
+	}
+	realCAPI.once.Do(func() {
+		// The first build of the managers takes minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+		defer cancel()
+		begin := time.Now()
+		realCAPI.server, realCAPI.err = apitest.StartWithControllers(ctx, "testdata/crds", testing.Verbose())
+		if realCAPI.err == nil {
+			fmt.Fprintf(os.Stderr, "capi: API server with the Cluster API controllers ready in %s\n", time.Since(begin).Round(time.Millisecond))
+		}
+	})
+	if realCAPI.err != nil {
+		t.Fatal(realCAPI.err)
+	}
+	dyn, err := dynamic.NewForConfig(realCAPI.server.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return realCAPI.server, dyn
+}
+
+// stopRealCAPI stops the server with the controllers, if a test started it.
+func stopRealCAPI() {
+	if realCAPI.server != nil {
+		realCAPI.server.Stop()
+	}
+}
+
+// buildCluster is the topology Cluster the driver builds for a Magnum
+// cluster: the one place these tests call the driver's builders.
+func buildCluster(c *objects.Cluster, tmpl *objects.ClusterTemplate, ngs []*objects.NodeGroup, ns, name, classVersion string) (*unstructured.Unstructured, error) {
+	labels, err := DefaultLabelSchema().Parse(mergedLabels(c, tmpl))
+	if err != nil {
+		return nil, err
+	}
+	cl, err := desiredCluster(spec{Cluster: c, Template: tmpl, NodeGroups: ngs, Labels: labels, Namespace: ns, Name: name,
+		ClassVersion: classVersion, IdentityRef: credentialSecretName(name)})
+	if err != nil {
+		return nil, err
+	}
+	u, err := toUnstructured(cl)
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// classBundleYAML is a released bundle as the driver embeds it.
+func classBundleYAML(t *testing.T, version string) []byte {
+	t.Helper()
+	data, err := classFS.ReadFile("classes/" + version + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+const defaultImage = "0d6c3b7e-8a4f-4a9c-b1f2-5e6d7c8b9a01"
+
+// defaultMagnumCluster is a Magnum cluster as magnum-api creates it from a
+// typical template with no labels of its own: one master, one worker,
+// floating IPs, no load balancer, a keypair, a DNS server, an external
+// network by name.
+func defaultMagnumCluster() (*objects.Cluster, *objects.ClusterTemplate, []*objects.NodeGroup) {
+	tmpl := &objects.ClusterTemplate{UUID: ptr("tmpl-default"), ImageID: ptr(defaultImage), FlavorID: ptr("m1.small"),
+		MasterFlavorID: ptr("m1.medium"), ExternalNetworkID: ptr("public"), DNSNameserver: ptr("8.8.8.8"),
+		Coe: "kubernetes", Labels: map[string]string{}}
+	c := &objects.Cluster{UUID: ptr("6f1c1e2a-7b3d-4c5e-8f9a-0b1c2d3e4f50"), Name: ptr("k8s"), ProjectID: ptr("0123456789abcdef0123456789abcdef"),
+		ClusterTemplateID: tmpl.UUID, Keypair: ptr("ops"), FloatingIPEnabled: true, Labels: map[string]string{}}
+	ngs := []*objects.NodeGroup{
+		{UUID: "ng-master", Name: "default-master", Role: objects.RoleMaster, NodeCount: 1, IsDefault: true},
+		{UUID: "ng-worker", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 1, IsDefault: true},
+	}
+	return c, tmpl, ngs
+}
+
+// A field of an object the topology controller renders for a Cluster.
+type field struct {
+	obj  string // see renderedObjects
+	path string // dot-separated
+}
+
+// absent: the field must not be set.
+type absentT struct{}
+
+var absent = absentT{}
+
+// defaultExpectations are what the released classes render for
+// defaultMagnumCluster (name: the Cluster's name).
+func defaultExpectations(name string) map[field]any {
+	return map[field]any{
+		{"Cluster", "spec.clusterNetwork.pods"}:          map[string]any{"cidrBlocks": []any{"10.100.0.0/16"}},
+		{"Cluster", "spec.clusterNetwork.services"}:      map[string]any{"cidrBlocks": []any{"10.254.0.0/16"}},
+		{"Cluster", "spec.clusterNetwork.serviceDomain"}: "cluster.local",
+		{"OpenStackCluster", "spec.identityRef"}:         map[string]any{"name": name + "-cloud-credentials", "cloudName": "openstack", "type": "Secret"},
+		{"OpenStackCluster", "spec.managedSubnets"}:      []any{map[string]any{"cidr": "10.0.0.0/24", "dnsNameservers": []any{"8.8.8.8"}}},
+		{"OpenStackCluster", "spec.apiServer"}: map[string]any{"enableFloatingIP": true,
+			"managedLoadBalancer": map[string]any{"enabled": false, "provider": "amphora"}},
+		{"OpenStackCluster", "spec.externalNetwork"}:                                           map[string]any{"filter": map[string]any{"name": "public"}},
+		{"OpenStackCluster", "spec.network"}:                                                   absent,
+		{"OpenStackCluster", "spec.subnets"}:                                                   absent,
+		{"OpenStackCluster", "spec.controlPlaneAvailabilityZones"}:                             absent,
+		{"OpenStackCluster", "spec.managedSecurityGroups"}:                                     map[string]any{"allowAllInClusterTraffic": true},
+		{"KubeadmControlPlane", "spec.version"}:                                                "v1.33.4",
+		{"KubeadmControlPlane", "spec.replicas"}:                                               int64(1),
+		{"ControlPlaneMachineTemplate", "spec.template.spec.flavor"}:                           map[string]any{"filter": map[string]any{"name": "m1.medium"}},
+		{"ControlPlaneMachineTemplate", "spec.template.spec.image"}:                            map[string]any{"id": defaultImage},
+		{"ControlPlaneMachineTemplate", "spec.template.spec.sshKeyName"}:                       "ops",
+		{"ControlPlaneMachineTemplate", "spec.template.spec.rootVolume"}:                       absent,
+		{"WorkerMachineTemplate", "spec.template.spec.flavor"}:                                 map[string]any{"filter": map[string]any{"name": "m1.small"}},
+		{"WorkerMachineTemplate", "spec.template.spec.image"}:                                  map[string]any{"id": defaultImage},
+		{"WorkerMachineTemplate", "spec.template.spec.sshKeyName"}:                             "ops",
+		{"WorkerMachineTemplate", "spec.template.spec.rootVolume"}:                             absent,
+		{"MachineDeployment", "spec.replicas"}:                                                 int64(1),
+		{"MachineDeployment", "spec.template.spec.version"}:                                    "v1.33.4",
+		{"MachineDeployment", "spec.template.spec.failureDomain"}:                              absent,
+		{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: absent,
+		{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: absent,
+		{"MachineDeployment", "spec.template.metadata.labels." + LabelNodeGroupUUID}:           "ng-worker",
+		{"MachineDeployment", "spec.template.metadata.labels." + LabelRole}:                    objects.RoleWorker,
+		{"MachineDeployment", "spec.template.metadata.labels." + LabelNodeNodeGroup}:           "default-worker",
+	}
+}
+
+// A renderCase is a Magnum cluster, as magnum-api would send it, and what
+// the class must render for it beyond defaultExpectations.
+type renderCase struct {
+	name    string
+	labels  map[string]string // cluster labels
+	mutate  func(c *objects.Cluster, tmpl *objects.ClusterTemplate)
+	patches []string // the class's patches this case enables (or changes the output of)
+	want    map[field]any
+}
+
+func renderCases() []renderCase {
+	return []renderCase{
+		{name: "defaults", patches: []string{"cluster-network", "external-network", "machines", "ssh-key"}},
+		{name: "kube_tag", labels: map[string]string{"kube_tag": "v1.34.1"}, want: map[field]any{
+			{"KubeadmControlPlane", "spec.version"}:             "v1.34.1",
+			{"MachineDeployment", "spec.template.spec.version"}: "v1.34.1"}},
+		{name: "availability_zone", labels: map[string]string{"availability_zone": "nova-2"}, want: map[field]any{
+			{"MachineDeployment", "spec.template.spec.failureDomain"}: "nova-2"}},
+		{name: "control_plane_availability_zones", labels: map[string]string{"control_plane_availability_zones": "az1,az2"},
+			patches: []string{"control-plane-azs"}, want: map[field]any{
+				{"OpenStackCluster", "spec.controlPlaneAvailabilityZones"}: []any{"az1", "az2"}}},
+		{name: "boot_volume_size", labels: map[string]string{"boot_volume_size": "40"}, patches: []string{"boot-volume"}, want: map[field]any{
+			{"ControlPlaneMachineTemplate", "spec.template.spec.rootVolume"}: map[string]any{"sizeGiB": int64(40)},
+			{"WorkerMachineTemplate", "spec.template.spec.rootVolume"}:       map[string]any{"sizeGiB": int64(40)}}},
+		{name: "boot_volume_type", labels: map[string]string{"boot_volume_size": "20", "boot_volume_type": "ssd"}, want: map[field]any{
+			{"ControlPlaneMachineTemplate", "spec.template.spec.rootVolume"}: map[string]any{"sizeGiB": int64(20), "type": "ssd"},
+			{"WorkerMachineTemplate", "spec.template.spec.rootVolume"}:       map[string]any{"sizeGiB": int64(20), "type": "ssd"}}},
+		// Accepted, and (today) rendered nowhere: the driver parses it
+		// but no variable carries it.
+		{name: "etcd_volume_size", labels: map[string]string{"etcd_volume_size": "10"}},
+		{name: "fixed_subnet_cidr", labels: map[string]string{"fixed_subnet_cidr": "10.1.0.0/24"}, want: map[field]any{
+			{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.1.0.0/24", "dnsNameservers": []any{"8.8.8.8"}}}}},
+		{name: "calico_ipv4pool", labels: map[string]string{"calico_ipv4pool": "10.200.0.0/16"}, want: map[field]any{
+			{"Cluster", "spec.clusterNetwork.pods"}: map[string]any{"cidrBlocks": []any{"10.200.0.0/16"}}}},
+		{name: "service_cluster_ip_range", labels: map[string]string{"service_cluster_ip_range": "10.96.0.0/12"}, want: map[field]any{
+			{"Cluster", "spec.clusterNetwork.services"}: map[string]any{"cidrBlocks": []any{"10.96.0.0/12"}}}},
+		{name: "dns_cluster_domain", labels: map[string]string{"dns_cluster_domain": "k8s.example"}, want: map[field]any{
+			{"Cluster", "spec.clusterNetwork.serviceDomain"}: "k8s.example"}},
+		// Accepted, and (today) rendered nowhere: the class installs no CNI.
+		{name: "network_driver", labels: map[string]string{"network_driver": "cilium"}},
+		{name: "octavia_provider", labels: map[string]string{"octavia_provider": "ovn"},
+			mutate: func(c *objects.Cluster, _ *objects.ClusterTemplate) { c.MasterLBEnabled = true }, want: map[field]any{
+				{"OpenStackCluster", "spec.apiServer"}: map[string]any{"enableFloatingIP": true,
+					"managedLoadBalancer": map[string]any{"enabled": true, "provider": "ovn"}}}},
+		{name: "master_lb_floating_ip_enabled", labels: map[string]string{"master_lb_floating_ip_enabled": "false"},
+			mutate: func(c *objects.Cluster, _ *objects.ClusterTemplate) { c.MasterLBEnabled = true }, want: map[field]any{
+				{"OpenStackCluster", "spec.apiServer"}: map[string]any{"enableFloatingIP": false,
+					"managedLoadBalancer": map[string]any{"enabled": true, "provider": "amphora"}}}},
+		{name: "api_master_lb_allowed_cidrs", labels: map[string]string{"api_master_lb_allowed_cidrs": "192.0.2.0/24,198.51.100.0/24"},
+			mutate: func(c *objects.Cluster, _ *objects.ClusterTemplate) { c.MasterLBEnabled = true }, want: map[field]any{
+				{"OpenStackCluster", "spec.apiServer"}: map[string]any{"enableFloatingIP": true,
+					"managedLoadBalancer": map[string]any{"enabled": true, "provider": "amphora",
+						"allowedCIDRs": []any{"192.0.2.0/24", "198.51.100.0/24"}}}}},
+		// Off: no health check asked for. (On is the default: see
+		// "defaults" and checkHealthChecks.)
+		{name: "auto_healing_enabled", labels: map[string]string{"auto_healing_enabled": "false"}},
+		{name: "auto_scaling_enabled", labels: map[string]string{"auto_scaling_enabled": "true", "min_node_count": "1", "max_node_count": "3"},
+			want: map[field]any{
+				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "1",
+				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: "3",
+				// An autoscaled nodegroup starts at its node_count,
+				// within [min, max].
+				{"MachineDeployment", "spec.replicas"}: int64(1)}},
+		{name: "min_node_count", labels: map[string]string{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "5"},
+			want: map[field]any{
+				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "2",
+				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: "5",
+				{"MachineDeployment", "spec.replicas"}:                                                 int64(2)}}, // node_count 1 raised to the minimum
+		// Magnum's min_node_count defaults to 0: the nodegroup still
+		// starts at its node_count (1), not at 0 workers.
+		{name: "max_node_count", labels: map[string]string{"auto_scaling_enabled": "true", "max_node_count": "4"},
+			want: map[field]any{
+				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "0",
+				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: "4",
+				{"MachineDeployment", "spec.replicas"}:                                                 int64(1)}},
+		// Cluster and template fields that enable the other patches.
+		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
+			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
+		{name: "fixed network and subnet", patches: []string{"fixed-network", "fixed-subnet"},
+			mutate: func(c *objects.Cluster, _ *objects.ClusterTemplate) {
+				c.FixedNetwork, c.FixedSubnet = ptr("private"), ptr("1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d")
+			}, want: map[field]any{
+				{"OpenStackCluster", "spec.network"}:        map[string]any{"filter": map[string]any{"name": "private"}},
+				{"OpenStackCluster", "spec.subnets"}:        []any{map[string]any{"id": "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d"}},
+				{"OpenStackCluster", "spec.managedSubnets"}: absent}},
+		{name: "external network by id, image by name, no keypair",
+			mutate: func(c *objects.Cluster, tmpl *objects.ClusterTemplate) {
+				tmpl.ExternalNetworkID, tmpl.ImageID, c.Keypair = ptr("9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d"), ptr("ubuntu-24.04"), nil
+			}, want: map[field]any{
+				{"OpenStackCluster", "spec.externalNetwork"}:                     map[string]any{"id": "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d"},
+				{"ControlPlaneMachineTemplate", "spec.template.spec.image"}:      map[string]any{"filter": map[string]any{"name": "ubuntu-24.04"}},
+				{"WorkerMachineTemplate", "spec.template.spec.image"}:            map[string]any{"filter": map[string]any{"name": "ubuntu-24.04"}},
+				{"ControlPlaneMachineTemplate", "spec.template.spec.sshKeyName"}: absent,
+				{"WorkerMachineTemplate", "spec.template.spec.sshKeyName"}:       absent}},
+	}
+}
+
+// Every label the driver supports, and every patch of every released
+// class, has a case: a new one must come with its expectations.
+func TestRealCAPIRenderCasesCoverEveryLabelAndPatch(t *testing.T) {
+	labels, patches := map[string]bool{}, map[string]bool{}
+	for _, rc := range renderCases() {
+		for l := range rc.labels {
+			labels[l] = true
+		}
+		for _, p := range rc.patches {
+			patches[p] = true
+		}
+	}
+	for _, l := range DefaultLabelSchema() {
+		if !labels[l.Name] {
+			t.Errorf("label %s has no render case", l.Name)
+		}
+	}
+	for _, v := range ClassVersions() {
+		objs, err := classBundle(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		class := objs[len(objs)-1]
+		ps, _, _ := unstructured.NestedSlice(class.Object, "spec", "patches")
+		for _, p := range ps {
+			if name, _ := p.(map[string]any)["name"].(string); !patches[name] {
+				t.Errorf("patch %s of class %s has no render case", name, v)
+			}
+		}
+	}
+}
+
+var (
+	realGVRCluster           = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	realGVRClusterClass      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
+	realGVRMD                = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
+	realGVROpenStackCluster  = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
+	realGVROSMachineTemplate = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}
+	realGVRKCP               = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
+	realGVRMHC               = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinehealthchecks"}
+)
+
+// The Cluster the driver builds for a default Magnum cluster, and for each
+// label it supports, is accepted by the real webhooks with each released
+// OpenStack class, and the topology controller renders every patch into
+// the objects Cluster API Provider OpenStack would get. Every case's
+// Cluster is created first (each in its namespace), so that the
+// controllers work on all of them at once; each subtest then checks one.
+func TestRealCAPIAcceptsAndRendersWhatTheDriverBuilds(t *testing.T) {
+	s, dyn := needRealCAPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	type run struct {
+		version string
+		rc      renderCase
+		c       *objects.Cluster
+		ns      string
+		err     error // the case's Cluster could not be created
+	}
+	var runs []*run
+	for _, version := range ClassVersions() {
+		for _, rc := range renderCases() {
+			runs = append(runs, &run{version: version, rc: rc})
+		}
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() { r.c, r.ns, r.err = createRenderCase(ctx, s, dyn, r.version, r.rc) })
+	}
+	wg.Wait()
+	for _, r := range runs {
+		t.Run(r.version+"/"+r.rc.name, func(t *testing.T) {
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			checkRender(ctx, t, dyn, r.ns, r.version, r.c, r.rc)
+		})
+	}
+}
+
+// renderClusterName is the Cluster's name in every render case (each has
+// its namespace).
+const renderClusterName = "k8s-6f1c1e"
+
+// createRenderCase creates, in a new namespace, the released class and the
+// Cluster the driver builds for the case, then plays Cluster API Provider
+// OpenStack for the infrastructure cluster (endpoint, provisioned): the
+// control plane then creates its first Machine, and only then does the
+// topology controller create the MachineDeployments.
+func createRenderCase(ctx context.Context, s *apitest.Server, dyn dynamic.Interface, version string, rc renderCase) (*objects.Cluster, string, error) {
+	ns, err := s.NewNamespace(ctx, "render")
+	if err != nil {
+		return nil, "", err
+	}
+	bundle, err := classFS.ReadFile("classes/" + version + ".yaml")
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := apitest.ApplyObjects(ctx, s, ns, bundle); err != nil {
+		return nil, "", err
+	}
+	c, tmpl, ngs := defaultMagnumCluster()
+	for k, v := range rc.labels {
+		c.Labels[k] = v
+	}
+	if rc.mutate != nil {
+		rc.mutate(c, tmpl)
+	}
+	cl, err := buildCluster(c, tmpl, ngs, ns, renderClusterName, version)
+	if err != nil {
+		return nil, "", err
+	}
+	// The ClusterClass controller must have accepted the class's variables
+	// before the Cluster webhook can check the Cluster's against them.
+	if err := poll(ctx, "ClusterClass variables", func() (bool, string) {
+		got, err := dyn.Resource(realGVRClusterClass).Namespace(ns).Get(ctx, className(version), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st, msg := conditionOf(got, "VariablesReady")
+		return st == "True", st + " " + msg
+	}); err != nil {
+		return nil, "", err
+	}
+	if _, err := dyn.Resource(realGVRCluster).Namespace(ns).Apply(ctx, renderClusterName, cl,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		data, _ := yaml.Marshal(cl.Object)
+		return nil, "", fmt.Errorf("the Cluster the driver built is refused: %w\n%s", err, data)
+	}
+	osc, err := renderedObject(ctx, dyn, ns, renderClusterName, "OpenStackCluster")
+	if err != nil {
+		return nil, "", err
+	}
+	oscs := dyn.Resource(realGVROpenStackCluster).Namespace(ns)
+	endpoint := `{"spec":{"controlPlaneEndpoint":{"host":"192.0.2.10","port":6443}}}`
+	if _, err := oscs.Patch(ctx, osc.GetName(), types.MergePatchType, []byte(endpoint), metav1.PatchOptions{FieldManager: "capo-stand-in"}); err != nil {
+		return nil, "", err
+	}
+	if _, err := oscs.Patch(ctx, osc.GetName(), types.MergePatchType, []byte(`{"status":{"initialization":{"provisioned":true}}}`),
+		metav1.PatchOptions{FieldManager: "capo-stand-in"}, "status"); err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}
+
+func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, version string, c *objects.Cluster, rc renderCase) {
+	want := defaultExpectations(renderClusterName)
+	for k, v := range rc.want {
+		want[k] = v
+	}
+	objs := map[string]*unstructured.Unstructured{}
+	for _, kind := range []string{"Cluster", "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate", "MachineDeployment", "WorkerMachineTemplate"} {
+		u, err := renderedObject(ctx, dyn, ns, renderClusterName, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[kind] = u
+	}
+	keys := make([]field, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b field) int { return strings.Compare(a.obj+" "+a.path, b.obj+" "+b.path) })
+	for _, k := range keys {
+		got, found, err := nestedField(objs[k.obj].Object, k.path)
+		if err != nil {
+			t.Errorf("%s %s: %v", k.obj, k.path, err)
+			continue
+		}
+		if w := want[k]; w == absent {
+			if found {
+				t.Errorf("%s %s = %v, want it unset", k.obj, k.path, got)
+			}
+		} else if !found || !reflect.DeepEqual(got, w) {
+			t.Errorf("%s %s = %#v (set: %v), want %#v", k.obj, k.path, got, found, w)
+		}
+	}
+	checkHealthChecks(ctx, t, dyn, ns, renderClusterName, c, version)
+}
+
+// checkHealthChecks: a MachineHealthCheck exists for the workers exactly
+// when auto-healing is on and the class defines a health check for them.
+func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name string, c *objects.Cluster, version string) {
+	objs, err := classBundle(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := objs[len(objs)-1]
+	mds, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	defined := false
+	for _, md := range mds {
+		if _, ok, _ := unstructured.NestedMap(md.(map[string]any), "healthCheck", "checks"); ok {
+			defined = true
+		}
+	}
+	on := c.Labels["auto_healing_enabled"] != "false"
+	l, err := dyn.Resource(realGVRMHC).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var workers int
+	for _, mhc := range l.Items {
+		if _, ok := mhc.GetLabels()["topology.cluster.x-k8s.io/deployment-name"]; ok {
+			workers++
+		}
+	}
+	if want := on && defined; (workers > 0) != want {
+		t.Errorf("%d worker MachineHealthChecks; want some: %v (auto-healing %v, class %s defines one: %v)", workers, want, on, version, defined)
+	}
+}
+
+// renderedObject waits for and returns the object of a kind the topology
+// controller made for Cluster name: "Cluster" (as stored), its
+// "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate",
+// its one "MachineDeployment" and that one's "WorkerMachineTemplate".
+func renderedObject(ctx context.Context, dyn dynamic.Interface, ns, name, kind string) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	get := func(gvr schema.GroupVersionResource, objName string) (bool, string) {
+		u, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, objName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		out = u
+		return true, ""
+	}
+	refName := func(gvr schema.GroupVersionResource, objName string, path ...string) (string, string) {
+		u, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, objName, metav1.GetOptions{})
+		if err != nil {
+			return "", err.Error()
+		}
+		n, _, _ := unstructured.NestedString(u.Object, path...)
+		if n == "" {
+			return "", strings.Join(path, ".") + " not set yet"
+		}
+		return n, ""
+	}
+	machineDeployment := func() (string, string) {
+		l, err := dyn.Resource(realGVRMD).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
+		if err != nil {
+			return "", err.Error()
+		}
+		if len(l.Items) != 1 {
+			return "", fmt.Sprintf("%d MachineDeployments", len(l.Items))
+		}
+		return l.Items[0].GetName(), ""
+	}
+	err := poll(ctx, kind+" of "+name, func() (bool, string) {
+		switch kind {
+		case "Cluster":
+			return get(realGVRCluster, name)
+		case "OpenStackCluster":
+			n, why := refName(realGVRCluster, name, "spec", "infrastructureRef", "name")
+			if n == "" {
+				return false, why
+			}
+			return get(realGVROpenStackCluster, n)
+		case "KubeadmControlPlane":
+			n, why := refName(realGVRCluster, name, "spec", "controlPlaneRef", "name")
+			if n == "" {
+				return false, why
+			}
+			return get(realGVRKCP, n)
+		case "ControlPlaneMachineTemplate":
+			kcp, why := refName(realGVRCluster, name, "spec", "controlPlaneRef", "name")
+			if kcp == "" {
+				return false, why
+			}
+			n, why := refName(realGVRKCP, kcp, "spec", "machineTemplate", "spec", "infrastructureRef", "name")
+			if n == "" {
+				return false, why
+			}
+			return get(realGVROSMachineTemplate, n)
+		case "MachineDeployment":
+			n, why := machineDeployment()
+			if n == "" {
+				return false, why
+			}
+			return get(realGVRMD, n)
+		case "WorkerMachineTemplate":
+			md, why := machineDeployment()
+			if md == "" {
+				return false, why
+			}
+			n, why := refName(realGVRMD, md, "spec", "template", "spec", "infrastructureRef", "name")
+			if n == "" {
+				return false, why
+			}
+			return get(realGVROSMachineTemplate, n)
+		}
+		return false, "unknown rendered kind " + kind
+	})
+	return out, err
+}
+
+// nestedField reads a dot-separated path; a label or annotation key (which
+// holds dots) is the rest of the path after "labels." or "annotations.".
+func nestedField(obj map[string]any, path string) (any, bool, error) {
+	var parts []string
+	for rest := path; rest != ""; {
+		head, tail, _ := strings.Cut(rest, ".")
+		parts = append(parts, head)
+		rest = tail
+		if (head == "labels" || head == "annotations") && rest != "" {
+			parts = append(parts, rest)
+			break
+		}
+	}
+	return unstructured.NestedFieldNoCopy(obj, parts...)
+}
+
+func conditionOf(u *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", "not reported"
+}
+
+// poll calls cond every 200 ms until it holds, or returns an error with
+// cond's last answer when ctx ends first.
+func poll(ctx context.Context, what string, cond func() (bool, string)) error {
+	var last string
+	for {
+		ok, state := cond()
+		if ok {
+			return nil
+		}
+		last = state
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not within the deadline; last seen: %s", what, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// eventuallyCtx polls cond every 200 ms until it holds; the test fails
+// when ctx ends first, with cond's last answer.
+func eventuallyCtx(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within the deadline; last seen: %s", what, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// acceptedByWebhooks applies, as a dry run, the Cluster the driver builds
+// for a Magnum cluster (after mutate) to the released class, and fails the
+// test with the webhooks' answer if they refuse it.
+func acceptedByWebhooks(t *testing.T, mutate func(c *objects.Cluster, tmpl *objects.ClusterTemplate)) {
+	t.Helper()
+	s, dyn := needRealCAPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, version := range ClassVersions() {
+		ns, err := s.NewNamespace(ctx, "webhooks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := apitest.ApplyObjects(ctx, s, ns, classBundleYAML(t, version)); err != nil {
+			t.Fatal(err)
+		}
+		eventuallyCtx(ctx, t, "ClusterClass variables", func() (bool, string) {
+			got, err := dyn.Resource(realGVRClusterClass).Namespace(ns).Get(ctx, className(version), metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			st, msg := conditionOf(got, "VariablesReady")
+			return st == "True", st + " " + msg
+		})
+		c, tmpl, ngs := defaultMagnumCluster()
+		mutate(c, tmpl)
+		cl, err := buildCluster(c, tmpl, ngs, ns, "k8s-6f1c1e", version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(realGVRCluster).Namespace(ns).Apply(ctx, cl.GetName(), cl,
+			metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("class %s: the webhooks refuse the Cluster the driver builds: %v", version, err)
+		}
+	}
+}
+
+// Auto-healing is on by default; a class that defines no health check
+// must still accept the default cluster (the Cluster webhook forbids
+// healthCheck.enabled true without a definition). Every list label is set
+// here, so that only the health check is judged.
+func TestRealCAPIAcceptsDefaultAutoHealingOnAClassWithoutHealthCheck(t *testing.T) {
+	acceptedByWebhooks(t, func(c *objects.Cluster, _ *objects.ClusterTemplate) {
+		c.Labels["control_plane_availability_zones"] = "az1"
+		c.Labels["api_master_lb_allowed_cidrs"] = "192.0.2.0/24"
+	})
+}
+
+// Unset list labels and a template without a DNS server must not be sent
+// as null variables (the webhook checks them against type: array).
+// Auto-healing is off here, so that only the lists are judged.
+func TestRealCAPIAcceptsUnsetListLabels(t *testing.T) {
+	acceptedByWebhooks(t, func(c *objects.Cluster, tmpl *objects.ClusterTemplate) {
+		c.Labels["auto_healing_enabled"] = "false"
+		tmpl.DNSNameserver = nil
+	})
+}
