@@ -17,7 +17,7 @@ CAPIMANAGERS  := test/capimanagers
 # outside drivers.
 EXAMPLE := examples/outoftree
 
-.PHONY: help build run test race unit bench lint services sample clean
+.PHONY: help build run test race unit bench lint services sample clean apihost-deb interop-nightly
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -56,6 +56,9 @@ bench: build ## benchmarks, and the side-by-side comparison with the Python cond
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./api/... ./certmanager/... ./periodic/... ./drivers/...
 	$(GO) run ./test/bench
 
+interop-nightly: ## the live interop sides CI leaves out for time: the 15.0.1 side of the lifecycle scenario
+	MAGNUM_INTEROP_NIGHTLY=1 $(GO) test $(GOTESTFLAGS) -run '^TestLifecycleMatchesPythonConductor$$/^15\.0\.1$$' ./test/interop/lifecycle
+
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; config in staticcheck.conf)
@@ -67,8 +70,11 @@ lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; con
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) -C $(EXAMPLE) run $(STATICCHECK) ./...
 
-services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
+services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once)
 	bash .ci/services
+
+apihost-deb: ## build bin/python3-magnum-conductor-go_*.deb, the Go drivers' entry points for magnum-api hosts (apihost/)
+	bash apihost/build-deb $(BIN)
 
 sample: ## regenerate etc/magnum/magnum.conf.sample
 	$(GO) run ./config/gen > etc/magnum/magnum.conf.sample
