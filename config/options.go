@@ -87,12 +87,15 @@ type DefaultOpts struct {
 
 // ConductorOpts is the [conductor] group.
 type ConductorOpts struct {
-	Topic                     string        `ini:"topic" default:"magnum-conductor" help:"The queue to add conductor tasks to."`
-	Workers                   int           `ini:"workers" min:"0" help:"Number of magnum-conductor processes to fork and run. Default to number of CPUs on the host."`
-	ConductorLifeCheckTimeout time.Duration `ini:"conductor_life_check_timeout" unit:"s" default:"4" help:"RPC timeout for the conductor liveness check that is used for cluster locking."`
-	MetricsListen             string        `ini:"metrics_listen" type:"listen" default:"" help:"Address (host:port, or :port, or a bare port) on which to serve Prometheus metrics and health checks. Empty disables the listener. Without a host the listener binds to 127.0.0.1 only."`
-	ShutdownGracePeriod       time.Duration `ini:"shutdown_grace_period" unit:"s" default:"30" min:"0" help:"Seconds to let in-flight RPC calls and periodic jobs finish after SIGTERM before the process exits."`
-	ReleaseStartupPages       bool          `ini:"release_startup_pages" default:"true" help:"15 seconds after it starts serving, ask the kernel to page out the executable's code and read-only data (madvise MADV_PAGEOUT, Linux 5.4 or later), so that the pages only start-up used (package initialisers) are no longer resident. Pages still in use are read back from the file on their next use."`
+	Topic                        string        `ini:"topic" default:"magnum-conductor" help:"The queue to add conductor tasks to."`
+	Workers                      int           `ini:"workers" min:"0" help:"Number of magnum-conductor processes to fork and run. Default to number of CPUs on the host."`
+	ConductorLifeCheckTimeout    time.Duration `ini:"conductor_life_check_timeout" unit:"s" default:"4" help:"RPC timeout for the conductor liveness check that is used for cluster locking."`
+	MetricsListen                string        `ini:"metrics_listen" type:"listen" default:"" help:"Address (host:port, or :port, or a bare port) on which to serve Prometheus metrics and health checks. Empty disables the listener. Without a host the listener binds to 127.0.0.1 only."`
+	ShutdownGracePeriod          time.Duration `ini:"shutdown_grace_period" unit:"s" default:"30" min:"0" help:"Seconds to let in-flight RPC calls and periodic jobs finish after SIGTERM before the process exits."`
+	DriverCallTimeout            time.Duration `ini:"driver_call_timeout" unit:"s" default:"300" min:"1" help:"magnum-conductor (Go) only: seconds a cluster driver's operation (create, update, resize, upgrade, delete, nodegroup operations) may take before the conductor gives up on it and fails the operation. Drivers start long operations and return; their completion is observed by sync_cluster_status."`
+	InterruptedOperationTimeout  time.Duration `ini:"interrupted_operation_timeout" unit:"s" default:"0" min:"0" help:"magnum-conductor (Go) only: seconds after which an operation claimed in the database but never handed to its driver (its conductor killed, or its database lost, between the two) is resumed by a live conductor: a create still without stack_id, or a change the driver's back end does not show, counted from the cluster's last update. 0 means driver_call_timeout plus one sync_cluster_status interval (10 s), so that a conductor still handling the operation is never overtaken; shorter values risk calling the driver twice at once (harmless for an idempotent driver, but wasteful)."`
+	InterruptedOperationAttempts int           `ini:"interrupted_operation_attempts" default:"3" min:"0" help:"magnum-conductor (Go) only: how many times an interrupted operation (see interrupted_operation_timeout) is resumed before it is failed with a reason saying what happened. 0 fails it at the first interruption."`
+	ReleaseStartupPages          bool          `ini:"release_startup_pages" default:"true" help:"15 seconds after it starts serving, ask the kernel to page out the executable's code and read-only data (madvise MADV_PAGEOUT, Linux 5.4 or later), so that the pages only start-up used (package initialisers) are no longer resident. Pages still in use are read back from the file on their next use."`
 }
 
 // WorkerCount is Workers, or the number of CPUs when unset or 0 (as

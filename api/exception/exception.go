@@ -25,6 +25,9 @@ type classInfo struct {
 	Parent string
 	Code   int
 	Format string
+	// Until is the Magnum release that dropped the class ("" if the
+	// newest release has it). Such classes stay, for the older peers.
+	Until string
 }
 
 var byName = func() map[string]classInfo {

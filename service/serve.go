@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -124,7 +124,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{fmt.Errorf("certificate manager: %w", err)}
 	}
 
-	registry, err := buildDrivers(cfg, certs, store, log)
+	registry, err := buildDrivers(ctx, st, cfg, certs, store, log)
 	if err != nil {
 		return &startError{fmt.Errorf("drivers: %w", err)}
 	}
@@ -146,7 +146,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	handlers, err := conductor.New(conductor.Deps{
 		Store: store, Certs: certs, Drivers: registry, Notifications: events,
 		Log:           log.With("component", "handlers"),
-		DriverTimeout: driverCallTimeout,
+		DriverTimeout: driverTimeout(cfg),
 		Timeouts:      statusTimeouts(cfg),
 		Lifetime:      runCtx,
 	})
@@ -170,7 +170,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		}
 	}()
 
-	runner, err := buildPeriodic(cfg, store, registry, events, certs, metrics, log)
+	runner, err := buildPeriodic(cfg, store, registry, events, certs, handlers, metrics, log)
 	if err != nil {
 		return &startError{err}
 	}
