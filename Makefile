@@ -11,12 +11,18 @@ GOTESTFLAGS ?= -count=1 -timeout 40m
 # Cluster API managers the tests run (they pin other k8s.io versions).
 KUBEAPISERVER := test/kubeapiserver
 CAPIMANAGERS  := test/capimanagers
+# An out-of-tree cluster driver with its own conductor binary, in its own
+# module (a replace points it at this repository): built and tested with the
+# rest, so that the driver contract and package service keep working for
+# outside drivers.
+EXAMPLE := examples/outoftree
+
 # The packaging (Debian packages, OCI image) is a module of its own too:
 # go-containerregistry stays out of the product's go.mod.
 PACKAGING := packaging
 DIST      ?= dist
 
-.PHONY: help build run test race unit bench lint services sample clean deb image package-test
+.PHONY: help build run test race unit bench chaos lint services sample clean apihost-deb interop-nightly deb image package-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -34,6 +40,9 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 	@echo "building the test Kubernetes API server, garbage collector and Cluster API managers ($(KUBEAPISERVER), $(CAPIMANAGERS); cached by content, about 20 minutes when cold)"
 	$(GO) run ./drivers/capi/internal/apitest/prebuild
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
+	@echo "the out-of-tree example driver and its conductor binary ($(EXAMPLE))"
+	$(GO) vet -C $(EXAMPLE) ./...
+	$(GO) test -C $(EXAMPLE) -race $(GOTESTFLAGS) ./...
 	$(MAKE) package-test
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
 	OSLO_BROKER_RESTART_TEST=1 $(GO) test $(GOTESTFLAGS) -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
@@ -41,7 +50,7 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 # The packages whose tests run the conductor's code in process (the end-to-end
 # and interop tests start the built binaries, which the race detector does not
 # see into).
-RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/...
+RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/... ./service/...
 
 race: ## the in-process tests again under the race detector (CI runs it after `make test`)
 	$(GO) test -race $(GOTESTFLAGS) $(RACEPKGS)
@@ -53,19 +62,38 @@ bench: build ## benchmarks, and the side-by-side comparison with the Python cond
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./api/... ./certmanager/... ./periodic/... ./drivers/...
 	$(GO) run ./test/bench
 
+interop-nightly: ## the live interop sides CI leaves out for time: the 15.0.1 side of the lifecycle scenario
+	MAGNUM_INTEROP_NIGHTLY=1 $(GO) test $(GOTESTFLAGS) -run '^TestLifecycleMatchesPythonConductor$$/^15\.0\.1$$' ./test/interop/lifecycle
+
+# The chaos suite starts RabbitMQ and MariaDB Galera nodes of its own (other
+# ports, node names and data directories; the shared broker and database are
+# never stopped) and kills them, and conductors, with kill -9 under load. It
+# takes about 20 minutes, too long for `make test`; CHAOS selects scenarios.
+CHAOS ?= .
+
+chaos: ## the chaos suite (test/chaos): faults injected under load, what held; about 20 minutes
+	$(GO) test -tags chaos -count=1 -timeout 90m -v -run '$(CHAOS)' ./test/chaos
+
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy; config in staticcheck.conf)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags chaos ./test/chaos
 	$(GO) vet -C $(KUBEAPISERVER) ./...
 	$(GO) vet -C $(CAPIMANAGERS) ./...
-	$(GO) vet -C $(PACKAGING) ./...
+	$(GO) vet -C $(EXAMPLE) ./...
 	$(GO) run $(STATICCHECK) $(PKGS)
-	cd $(PACKAGING) && $(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags chaos ./test/chaos
+	$(GO) -C $(EXAMPLE) run $(STATICCHECK) ./...
+	$(GO) vet -C $(PACKAGING) ./...
+	$(GO) -C $(PACKAGING) run $(STATICCHECK) ./...
 
-services: ## start MariaDB and RabbitMQ if they are down, install the Python reference
+services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once)
 	bash .ci/services
+
+apihost-deb: ## build bin/python3-magnum-conductor-go_*.deb, the Go drivers' entry points for magnum-api hosts (apihost/)
+	bash apihost/build-deb $(BIN)
 
 sample: ## regenerate etc/magnum/magnum.conf.sample
 	$(GO) run ./config/gen > etc/magnum/magnum.conf.sample

@@ -12,9 +12,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager"
@@ -22,16 +22,26 @@ import (
 	"github.com/openstack/magnum-conductor/certmanager/pki"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/test/harness/pyrelease"
 )
 
 // TestMixedFleetOnX509KeyPair runs the Go Manager and Python Magnum's own
 // conductor cert_manager (testdata/cert_manager_db.py) on one MariaDB with
 // cert_manager_type x509keypair: certificates one conductor creates, the
-// other signs with, serves and deletes.
+// other signs with, serves and deletes. Once per Python release
+// (pyrelease.Releases).
 func TestMixedFleetOnX509KeyPair(t *testing.T) {
-	if _, err := os.Stat("/usr/lib/python3/dist-packages/magnum/conductor/handlers/common/cert_manager.py"); err != nil {
-		t.Skipf("Python magnum not installed: %v", err)
+	script, err := os.ReadFile("testdata/cert_manager_db.py")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, r := range pyrelease.All() {
+		t.Run(r.Name, func(t *testing.T) { testMixedFleet(t, r, string(script)) })
+	}
+}
+
+func testMixedFleet(t *testing.T, r pyrelease.Release, script string) {
+	r.Require(t)
 	_, url := dbtest.MySQL(t)
 	ctx := context.Background()
 	store := dbtest.Migrated(t, url, db.Options{}, nil)
@@ -48,7 +58,9 @@ func TestMixedFleetOnX509KeyPair(t *testing.T) {
 	python := func(op string, req map[string]any) map[string]string {
 		t.Helper()
 		body, _ := json.Marshal(req)
-		cmd := exec.Command("/usr/bin/python3", "testdata/cert_manager_db.py", conf, op)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := r.Python(ctx, "-c", script, conf, op)
 		cmd.Stdin = bytes.NewReader(body)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

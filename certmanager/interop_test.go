@@ -9,15 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager/pkcs8"
 	"github.com/openstack/magnum-conductor/certmanager/store"
+	"github.com/openstack/magnum-conductor/test/harness/pyrelease"
 )
-
-const python = "/usr/bin/python3"
 
 type pyKeyPair struct {
 	Cert     string `json:"cert"`
@@ -37,11 +36,20 @@ type pyAnswer struct {
 // magnum.common.x509.operations (testdata/interop.py): Python decrypts our
 // keys, verifies our CA, client and signed certificates and signs a CSR with
 // our CA key; we decrypt Python's keys, verify its chain, and sign a CSR and
-// serve client credentials with certificates Python generated.
+// serve client credentials with certificates Python generated. Once per
+// Python release (pyrelease.Releases).
 func TestPythonInterop(t *testing.T) {
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("no /usr/bin/python3")
+	script, err := os.ReadFile("testdata/interop.py")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, r := range pyrelease.All() {
+		t.Run(r.Name, func(t *testing.T) { testPythonInterop(t, r, string(script)) })
+	}
+}
+
+func testPythonInterop(t *testing.T, r pyrelease.Release, script string) {
+	r.Require(t)
 	m, b, _ := newTestManager(t, Options{RSAKeySize: 2048})
 	ctx := context.Background()
 	c := testCluster("interop-cluster")
@@ -69,14 +77,13 @@ func TestPythonInterop(t *testing.T) {
 		"go_ca":     map[string]string{"cert": ca.Certificate, "key": ca.PrivateKey, "password": ca.Passphrase, "issuer_name": "interop-cluster"},
 		"csr":       csrForPython,
 	})
-	cmd := exec.Command(python, "testdata/interop.py")
+	pyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := r.Python(pyCtx, "-c", script)
 	cmd.Stdin = bytes.NewReader(req)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil && bytes.Contains(stderr.Bytes(), []byte("No module named 'magnum'")) {
-		t.Skip("Python magnum is not installed")
-	}
 	if err != nil {
 		t.Fatalf("interop.py: %v\n%s", err, stderr.String())
 	}

@@ -104,11 +104,21 @@ func (h *Handlers) ClusterCreate(ctx context.Context, c *objects.Cluster, master
 		return fail(err)
 	}
 	// The references are recorded at once: a create interrupted from here
-	// on still knows its certificates.
+	// on still knows its certificates. Only while the row has none: a
+	// conductor that resumed this create meanwhile (this one took longer
+	// than the resumption bound) recorded its own set, which stays, and
+	// this one goes.
 	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
 		return b.cluster(ctx, c, db.ClusterCond{Status: []string{objects.CreateInProgress}, Read: created,
-			Fields: []string{"stack_id"}})
+			Fields: certGuard()})
 	}); err != nil {
+		cctx, cancel := h.cleanupCtx(ctx)
+		h.certs.DeleteRefs(cctx, uuid, refsOf(c).list())
+		cancel()
+		if errors.Is(err, db.ErrStatusChanged) {
+			log.Warn("the create was resumed or ended meanwhile; this handler leaves it to that", "error", err)
+			return h.store.GetClusterByUUID(ctx, uuid)
+		}
 		return fail(err)
 	}
 	created = objects.Clone(c)
@@ -526,12 +536,13 @@ func upgradedNodeGroups(ngs []*objects.NodeGroup, target *objects.NodeGroup) []*
 
 // ClusterUpgrade ports cluster_conductor.Handler.cluster_upgrade: call
 // driver.upgrade_cluster and leave the cluster and the upgraded nodegroups
-// in UPDATE_IN_PROGRESS. Once the driver accepted, the upgrade is recorded:
-// through a default nodegroup the cluster moves to the new template (its
-// cluster_template_id and kube_tag label) and every nodegroup gets the new
-// kube_tag as version and the template's image; through another nodegroup
-// only that one does. NotSupported from the driver is returned untouched
-// and no status changes (after an update/failure notification); any other
+// in UPDATE_IN_PROGRESS. The upgrade is recorded with the claim, before the
+// driver call: through a default nodegroup the cluster moves to the new
+// template (its cluster_template_id and kube_tag label) and every nodegroup
+// gets the new kube_tag as version and the template's image; through
+// another nodegroup only that one does. When the driver does not take it,
+// that is put back: NotSupported from the driver is returned untouched and
+// no status changes (after an update/failure notification); any other
 // error sets UPDATE_FAILED on the cluster and the upgraded nodegroups. The
 // rollback flag (Heat's) is accepted and ignored.
 func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *objects.ClusterTemplate, maxBatchSize int,
@@ -560,15 +571,26 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 	oldStatus, oldReason := c.Status, c.StatusReason
 	// The target as the API sent it, the others as stored.
 	moved := upgradedNodeGroups(ngs, ng)
-	before := make([]*objects.NodeGroup, len(moved))
+	// What the driver is asked to leave: the cluster and nodegroups as they
+	// are, in UPDATE_IN_PROGRESS.
+	asIs := objects.Clone(c)
+	asIs.Status, asIs.StatusReason = objects.UpdateInProgress, nil
+	asIsNGs := make([]*objects.NodeGroup, len(moved))
 	for i, n := range moved {
-		before[i] = objects.Clone(n)
+		asIsNGs[i] = objects.Clone(n)
+		asIsNGs[i].Status = objects.UpdateInProgress
 	}
+	// The upgrade is recorded with the claim (the template, kube_tag,
+	// versions and images), so that the status sync never judges the
+	// upgrade on the back end's old state, and a conductor that dies before
+	// its driver call leaves a change the back end does not show (resumed,
+	// see statusmachine.Resume); a failed driver call puts it back.
+	upgraded, ngUp := recordUpgrade(c, moved, ng, ct)
 	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
-		if err := h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus()); err != nil {
+		if err := h.claimCluster(ctx, b, upgraded, objects.UpdateInProgress, allowUpdateStatus()); err != nil {
 			return err
 		}
-		for _, n := range moved {
+		for _, n := range ngUp {
 			if err := h.claimNodeGroup(ctx, b, n, objects.UpdateInProgress, allowResizedNodeGroupStatus()); err != nil {
 				return err
 			}
@@ -588,36 +610,40 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 		log.Error("cluster upgrade failed", "error", err)
 		return nil, err
 	}
-	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(c, oldStatus, oldReason))
-	req := drivers.UpgradeRequest{ClusterRequest: clusterRequest(c, current, ngs, moved...), NewTemplate: objects.Clone(ct),
-		NodeGroup: objects.Clone(ng), MaxBatchSize: maxBatchSize}
+	h.notify.ClusterEvent(ctx, ActionUpdate, OutcomePending, snapshot(asIs, oldStatus, oldReason))
+	req := drivers.UpgradeRequest{ClusterRequest: clusterRequest(asIs, current, ngs, asIsNGs...), NewTemplate: objects.Clone(ct),
+		NodeGroup: objects.Clone(asIsNGs[0]), MaxBatchSize: maxBatchSize}
 	res, err := h.callDriver(ctx, log, "upgrade_cluster", func(ctx context.Context) (drivers.Result, error) {
 		return d.UpgradeCluster(ctx, req)
 	})
-	claimed := objects.Clone(c)
-	claimedNGs := make([]*objects.NodeGroup, len(moved))
-	for i, n := range moved {
-		claimedNGs[i] = objects.Clone(n)
-	}
 	if err != nil {
-		back := objects.Clone(c)
+		// The driver did not take the upgrade: the template, kube_tag,
+		// versions and images go back, under the claim.
+		back := objects.Clone(upgraded)
+		back.ClusterTemplateID, back.Labels = c.ClusterTemplateID, c.Labels
 		var ngBack []*objects.NodeGroup
+		for i, n := range ngUp {
+			nb := objects.Clone(n)
+			nb.ImageID, nb.Version, nb.Labels = moved[i].ImageID, moved[i].Version, moved[i].Labels
+			ngBack = append(ngBack, nb)
+		}
 		if isNotSupported(err) {
 			log.Warn("driver does not support the upgrade", "error", err)
 			back.Status, back.StatusReason = oldStatus, oldReason
-			for i, n := range moved {
-				nb := objects.Clone(n)
-				nb.Status, nb.StatusReason = before[i].Status, before[i].StatusReason
-				ngBack = append(ngBack, nb)
+			for i, nb := range ngBack {
+				nb.Status, nb.StatusReason = moved[i].Status, moved[i].StatusReason
 			}
 		} else {
 			log.Error("cluster upgrade failed", "error", err)
 			back.Status, back.StatusReason = objects.UpdateFailed, objects.Str(err.Error())
-			for _, n := range moved {
-				nb := objects.Clone(n)
+			for _, nb := range ngBack {
 				nb.Status, nb.StatusReason = objects.UpdateFailed, objects.Str(err.Error())
-				ngBack = append(ngBack, nb)
 			}
+		}
+		claimed := objects.Clone(upgraded)
+		claimedNGs := make([]*objects.NodeGroup, len(ngUp))
+		for i, n := range ngUp {
+			claimedNGs[i] = objects.Clone(n)
 		}
 		_ = h.persist(ctx, log, back.Status, func(ctx context.Context, b *batch) error {
 			if err := b.cluster(ctx, back, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()}); err != nil {
@@ -635,7 +661,16 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 		h.notify.ClusterEvent(cctx, ActionUpdate, OutcomeFailure, back)
 		return nil, err
 	}
-	// Record the upgrade: the template, kube_tag, versions and images.
+	*c = *upgraded
+	return h.finish(ctx, log, c, res, objects.UpdateInProgress)
+}
+
+// recordUpgrade returns copies of c and moved with the upgrade to ct
+// through ng recorded: through a default nodegroup the cluster's
+// cluster_template_id and kube_tag label; on every nodegroup moved, the new
+// kube_tag as version (and label, where it has one) and the template's
+// image.
+func recordUpgrade(c *objects.Cluster, moved []*objects.NodeGroup, ng *objects.NodeGroup, ct *objects.ClusterTemplate) (*objects.Cluster, []*objects.NodeGroup) {
 	tag, hasTag := ct.Labels["kube_tag"]
 	upgraded := objects.Clone(c)
 	if ng.IsDefault {
@@ -648,9 +683,6 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 			labels["kube_tag"] = tag
 			upgraded.Labels = labels
 		}
-	}
-	if res.StackID != "" {
-		upgraded.StackID = objects.Str(res.StackID)
 	}
 	var ngUp []*objects.NodeGroup
 	for _, n := range moved {
@@ -668,24 +700,7 @@ func (h *Handlers) ClusterUpgrade(ctx context.Context, c *objects.Cluster, ct *o
 		}
 		ngUp = append(ngUp, nu)
 	}
-	if err := h.persist(ctx, log, "upgrade", func(ctx context.Context, b *batch) error {
-		if err := b.cluster(ctx, upgraded, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()}); err != nil {
-			return err
-		}
-		for i, nu := range ngUp {
-			if err := b.nodegroup(ctx, nu, db.NodeGroupCond{Read: claimedNGs[i], Fields: db.NodeGroupGuardFields()}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	*c = *upgraded
-	if decided := h.judge(ctx, log, uuid, res.Observation); decided != nil {
-		return decided, nil
-	}
-	return c, nil
+	return upgraded, ngUp
 }
 
 func contains(list []string, s string) bool {

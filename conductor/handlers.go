@@ -597,7 +597,7 @@ func (h *Handlers) judge(ctx context.Context, log *slog.Logger, uuid string, obs
 	}
 	d := statusmachine.Decide(statusmachine.Input{Cluster: c, NodeGroups: ngs, Observation: *obs, Fresh: true,
 		Now: time.Now(), Timeouts: h.timeouts})
-	if d.Cluster == nil || d.NeedFresh {
+	if d.Cluster == nil || d.NeedFresh || d.Resume != nil {
 		return nil
 	}
 	out, err := h.applier.Apply(ctx, c, ngs, d)

@@ -59,6 +59,10 @@ func clusterGuardValue(c *objects.Cluster, field string) (v *string, ok bool) {
 		return c.FrontProxyCACertRef, true
 	case "api_address":
 		return c.APIAddress, true
+	case "status_reason":
+		// TEXT: compared in full (a resumption's note, see
+		// statusmachine.Resume).
+		return c.StatusReason, true
 	case "name":
 		return c.Name, true
 	}

@@ -64,6 +64,9 @@ type Options struct {
 	// timeout. Zero leaves them unbounded (magnum-db-manage: a migration's
 	// ALTER TABLE may take long).
 	IOTimeout time.Duration
+	// Now is the clock of created_at and updated_at (default time.Now;
+	// tests that move time). Its value is stored in UTC, to the second.
+	Now func() time.Time
 }
 
 // ErrStatusChanged is matched (errors.Is) by the error SaveClusterIfStatus
@@ -132,12 +135,17 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		}
 		dialector = sqlite.Open(u.DSN)
 	}
+	clock := opts.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	now := func() time.Time { return clock().UTC().Truncate(time.Second) }
 	gdb, err := gorm.Open(dialector, &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 		TranslateError:         true,
 		DisableAutomaticPing:   true,
-		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Second) },
+		NowFunc:                now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("db: open %s: %w", u.Redacted, err)
@@ -162,8 +170,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		}
 		sqlDB.SetConnMaxLifetime(opts.ConnectionRecycleTime)
 	}
-	s := &Store{gdb: gdb, sqlDB: sqlDB, dialect: u.Dialect, maxRetries: opts.MaxRetries, log: log,
-		now: func() time.Time { return time.Now().UTC().Truncate(time.Second) }}
+	s := &Store{gdb: gdb, sqlDB: sqlDB, dialect: u.Dialect, maxRetries: opts.MaxRetries, log: log, now: now}
 	if err := s.waitReachable(ctx, opts, u.Redacted); err != nil {
 		_ = sqlDB.Close()
 		return nil, err

@@ -2,10 +2,13 @@
 // interface a driver implements, the requests it receives, what it reports,
 // and the registry that selects a driver for a cluster template.
 //
-// This comment is the driver author's reference. Two drivers ship with the
-// conductor (drivers/capi, the Cluster API driver, and drivers/simulated,
-// which models a back end without one); an outside driver is built the same
-// way.
+// This comment is the driver author's reference; docs/writing-a-driver.md
+// is the guide (an outside module, a conductor binary of its own built
+// with package service, the conformance suite), and examples/outoftree a
+// complete outside driver. Two drivers ship with the conductor
+// (drivers/capi, the Cluster API driver, and drivers/simulated, which
+// models a back end without one); an outside driver is built the same way,
+// and every driver must pass the conformance suite, drivers/drivertest.
 //
 // # Drivers observe, the conductor decides and persists
 //
@@ -63,6 +66,19 @@
 // and nodegroups' uuids (or from the stack_id the request carries), not from
 // random values or the clock.
 //
+// # Interrupted operations
+//
+// The conductor claims an operation in the database before it calls the
+// driver. A conductor killed between the two (or that lost its database
+// there) leaves a claim the back end never heard of. Observation.Request is
+// how the conductor tells: a change its rows hold that the back end's
+// desired state does not show is judged pending (never complete on the
+// back end's old state), and once it stays so past the conductor's bound
+// ([conductor] interrupted_operation_timeout) the conductor calls the
+// operation again, with a request built from the rows. A create is found
+// by its missing stack_id and needs no Request. A driver that does not
+// report Request leaves its other interrupted operations to their deadlines.
+//
 // # Which fields a driver may set
 //
 // Requests carry copies: a driver may read and even modify them, and nothing
@@ -95,7 +111,8 @@
 //
 // # The driver-call deadline
 //
-// Every operation runs under the conductor's driver-call deadline (5 min).
+// Every operation runs under the conductor's driver-call deadline
+// ([conductor] driver_call_timeout, 5 min by default).
 // When it passes, ctx is cancelled and the conductor records the operation
 // as failed (*_FAILED with the reason) without waiting for the method to
 // return; the objects it handed over are not used again. The driver must
@@ -105,7 +122,9 @@
 //
 // # Compatibility policy
 //
-// The contract grows without breaking drivers that embed Unimplemented:
+// (docs/writing-a-driver.md has the whole policy, package service and the
+// conformance suite included.) The contract grows without breaking drivers
+// that embed Unimplemented:
 //   - a method is added to Driver only together with a default in
 //     Unimplemented (new capabilities prefer a new optional interface, which
 //     a driver implements or not);
@@ -213,6 +232,13 @@ type BackendRequest struct {
 	// NodeGroups are, per nodegroup uuid, the size and version the back end
 	// converges to.
 	NodeGroups map[string]NodeGroupRequestState
+	// Behind, when true, says that the back end holds a desired state older
+	// than the one the request's rows describe, without saying which: a back
+	// end that records a fingerprint of the last request it accepted rather
+	// than the request itself (the simulated driver). Every change in
+	// progress then counts as not reached; TemplateID and NodeGroups are not
+	// compared. Report the values instead where the back end holds them.
+	Behind bool
 }
 
 // NodeGroupRequestState is what the back end has been asked for one
@@ -285,13 +311,16 @@ type ResizeRequest struct {
 // UpgradeRequest is UpgradeCluster's request. ClusterRequest holds the
 // cluster, its template and its nodegroups as they are (in
 // UPDATE_IN_PROGRESS); NewTemplate is the template to upgrade to and
-// NodeGroup the nodegroup the upgrade was asked for. Once the driver
-// accepted the upgrade, the conductor records it: when NodeGroup is a
-// default nodegroup (or nil) the cluster moves to NewTemplate (its
-// cluster_template_id and kube_tag label) and every nodegroup gets the new
-// kube_tag as version and the template's image; otherwise only NodeGroup
-// does. A driver that cannot upgrade as asked answers NotSupported before it
-// changes anything: the conductor then leaves every status as it was.
+// NodeGroup the nodegroup the upgrade was asked for. The conductor records
+// the upgrade in the database with its claim, before the call (so that the
+// status sync judges the upgrade only once the back end shows it): when
+// NodeGroup is a default nodegroup (or nil) the cluster moves to
+// NewTemplate (its cluster_template_id and kube_tag label) and every
+// nodegroup gets the new kube_tag as version and the template's image;
+// otherwise only NodeGroup does. Observe therefore sees the rows upgraded
+// (Observation.Request tells whether the back end holds it). A driver that
+// cannot upgrade as asked answers NotSupported before it changes anything:
+// the conductor then puts the rows back as they were, statuses included.
 type UpgradeRequest struct {
 	ClusterRequest
 	NewTemplate  *objects.ClusterTemplate

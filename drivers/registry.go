@@ -1,9 +1,11 @@
 package drivers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -67,32 +69,55 @@ func NewRegistry(disabled []string, ds ...Driver) (*Registry, error) {
 
 // ForTemplate returns the driver for ct: the driver named by ct.Driver when
 // it is set, else the one providing (server_type, cluster_distro, coe).
-// It returns ClusterTypeNotSupported when none matches or the driver is
-// disabled.
+// As in Magnum 2026.2, a name no enabled driver is registered under is
+// ClusterDriverNotSupported, and a cluster type no enabled driver provides
+// is ClusterTypeNotSupported, listing the types the loaded drivers support.
 func (r *Registry) ForTemplate(ct *objects.ClusterTemplate) (Driver, error) {
 	if ct == nil {
 		return nil, exception.New("ClusterTypeNotSupported", map[string]any{
-			"server_type": nil, "os": nil, "coe": nil})
+			"server_type": nil, "os": nil, "coe": nil, "supported_cluster_types": r.supportedTypes()})
 	}
 	if name := objects.Deref(ct.Driver); name != "" {
 		if d, ok := r.byName[name]; ok {
 			return d, nil
 		}
-		reason := "is not registered"
+		kwargs := map[string]any{"driver_name": name}
 		if r.disabled[name] {
-			reason = "is disabled"
+			// Magnum would load a disabled driver a template names; we
+			// refuse it, and say why.
+			return nil, exception.WithMessage("ClusterDriverNotSupported",
+				"Cluster driver (%(driver_name)s) not supported: it is listed in [drivers]/disabled_drivers.", kwargs)
 		}
-		return nil, exception.WithMessage("ClusterTypeNotSupported",
-			"Cluster driver %(driver)s "+reason+".", map[string]any{
-				"driver": name, "server_type": pyNone(ct.ServerType), "os": pyNone(ct.ClusterDistro),
-				"coe": ct.Coe})
+		return nil, exception.New("ClusterDriverNotSupported", kwargs)
 	}
 	k := Key{ServerType: objects.Deref(ct.ServerType), OS: objects.Deref(ct.ClusterDistro), COE: ct.Coe}
 	if d, ok := r.byKey[k]; ok {
 		return d, nil
 	}
 	return nil, exception.New("ClusterTypeNotSupported", map[string]any{
-		"server_type": pyNone(ct.ServerType), "os": pyNone(ct.ClusterDistro), "coe": ct.Coe})
+		"server_type": pyNone(ct.ServerType), "os": pyNone(ct.ClusterDistro), "coe": ct.Coe,
+		"supported_cluster_types": r.supportedTypes()})
+}
+
+// supportedTypes is Magnum 2026.2's list of the cluster types the enabled
+// drivers provide, for ClusterTypeNotSupported: "(vm, a, kubernetes), ..."
+// sorted, or "none (no cluster drivers are loaded)".
+func (r *Registry) supportedTypes() string {
+	keys := make([]Key, 0, len(r.byKey))
+	for k := range r.byKey {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return "none (no cluster drivers are loaded)"
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		return cmp.Or(cmp.Compare(a.ServerType, b.ServerType), cmp.Compare(a.OS, b.OS), cmp.Compare(a.COE, b.COE))
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "(" + k.ServerType + ", " + k.OS + ", " + k.COE + ")"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Driver returns the enabled driver registered under name.

@@ -56,22 +56,24 @@ func TestForTemplateSelectsByNameThenKey(t *testing.T) {
 	if got := r.Names(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("Names = %v", got)
 	}
-	notSupported := exception.New("ClusterTypeNotSupported", nil)
+	const loaded = " is not supported by any loaded cluster driver. Loaded drivers support: (vm, x, kubernetes), (vm, y, kubernetes)."
 	for _, tc := range []struct {
-		name    string
-		ct      *objects.ClusterTemplate
-		want    drivers.Driver
-		wantMsg string
+		name      string
+		ct        *objects.ClusterTemplate
+		want      drivers.Driver
+		wantClass string
+		wantMsg   string
 	}{
-		{"by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, b, ""},
-		{"name wins over key", &objects.ClusterTemplate{Driver: objects.Str("a"), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, a, ""},
-		{"empty name falls back to key", &objects.ClusterTemplate{Driver: objects.Str(""), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, a, ""},
-		{"unknown key", &objects.ClusterTemplate{ServerType: objects.Str("bm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, nil, "Cluster type (bm, x, kubernetes) not supported."},
-		{"null distro", &objects.ClusterTemplate{ServerType: objects.Str("vm"), Coe: "kubernetes"}, nil, "Cluster type (vm, None, kubernetes) not supported."},
-		{"disabled by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("z"), Coe: "kubernetes"}, nil, "Cluster type (vm, z, kubernetes) not supported."},
-		{"disabled by name", &objects.ClusterTemplate{Driver: objects.Str("off")}, nil, "Cluster driver off is disabled."},
-		{"unknown name", &objects.ClusterTemplate{Driver: objects.Str("nope")}, nil, "Cluster driver nope is not registered."},
-		{"nil template", nil, nil, "Cluster type (None, None, None) not supported."},
+		{"by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, b, "", ""},
+		{"name wins over key", &objects.ClusterTemplate{Driver: objects.Str("a"), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, a, "", ""},
+		{"empty name falls back to key", &objects.ClusterTemplate{Driver: objects.Str(""), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, a, "", ""},
+		{"unknown key", &objects.ClusterTemplate{ServerType: objects.Str("bm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, nil, "ClusterTypeNotSupported", "Cluster type (bm, x, kubernetes)" + loaded},
+		{"null distro", &objects.ClusterTemplate{ServerType: objects.Str("vm"), Coe: "kubernetes"}, nil, "ClusterTypeNotSupported", "Cluster type (vm, None, kubernetes)" + loaded},
+		{"disabled by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("z"), Coe: "kubernetes"}, nil, "ClusterTypeNotSupported", "Cluster type (vm, z, kubernetes)" + loaded},
+		{"disabled by name", &objects.ClusterTemplate{Driver: objects.Str("off")}, nil, "ClusterDriverNotSupported",
+			"Cluster driver (off) not supported: it is listed in [drivers]/disabled_drivers."},
+		{"unknown name", &objects.ClusterTemplate{Driver: objects.Str("nope")}, nil, "ClusterDriverNotSupported", "Cluster driver (nope) not supported."},
+		{"nil template", nil, nil, "ClusterTypeNotSupported", "Cluster type (None, None, None)" + loaded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := r.ForTemplate(tc.ct)
@@ -81,12 +83,27 @@ func TestForTemplateSelectsByNameThenKey(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, notSupported) || !errors.Is(err, exception.NotSupported("")) {
-				t.Fatalf("err = %v, want ClusterTypeNotSupported", err)
+			if !errors.Is(err, exception.New(tc.wantClass, nil)) || !errors.Is(err, exception.NotSupported("")) {
+				t.Fatalf("err = %v, want %s", err, tc.wantClass)
 			}
 			if err.Error() != tc.wantMsg {
 				t.Fatalf("message = %q, want %q", err.Error(), tc.wantMsg)
 			}
 		})
+	}
+}
+
+// TestForTemplateWithoutDrivers: Magnum 2026.2's wording when no driver is
+// loaded at all.
+func TestForTemplateWithoutDrivers(t *testing.T) {
+	r, err := drivers.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.ForTemplate(&objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("ubuntu"), Coe: "kubernetes"})
+	const want = "Cluster type (vm, ubuntu, kubernetes) is not supported by any loaded cluster driver. " +
+		"Loaded drivers support: none (no cluster drivers are loaded)."
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }

@@ -9,6 +9,13 @@
 // cycle, in one transaction holding the cluster's lock, then the
 // notification, then the end of a deletion. A cluster in CREATE_IN_PROGRESS
 // is observed only once its create handler stored the driver's stack_id.
+// An operation claimed and never handed to its driver (its conductor killed
+// between the claim and the driver call, or its database lost there) is
+// found once it is older than the resumption bound (a create still without
+// stack_id, or a change the back end's Observation.Request does not show,
+// confirmed by a fresh observation) and resumed through the Resumer
+// (conductor.Handlers.Resume), at most the configured number of times,
+// then failed with a reason saying so.
 //
 // Each task is a Job with a name, a spacing and RunOnce. A Runner schedules
 // jobs with jitter, runs them at start and never overlaps two runs of one

@@ -135,7 +135,10 @@ func NewMembership(o MembershipOptions, store ServiceStore, clock Clock, log *sl
 }
 
 // Snapshot reads the live conductors. When this conductor's own heartbeat
-// is not live, it handles nothing (the others have taken its clusters).
+// is not live, it handles nothing (the others have taken its clusters),
+// unless no conductor is live at all: then nobody else handles them either
+// (typically every heartbeat went stale during a database outage), so this
+// one handles every cluster rather than skip the cycle.
 func (m *Membership) Snapshot(ctx context.Context) (Shard, error) {
 	if m.o.Mode == ShardNone {
 		return Shard{all: true}, nil
@@ -152,7 +155,13 @@ func (m *Membership) Snapshot(ctx context.Context) (Shard, error) {
 			s.self = h
 		}
 	}
-	if s.self == "" {
+	switch {
+	case s.self != "":
+	case len(hosts) == 0:
+		m.log.Warn("no conductor's heartbeat is live, this one's included (the database was unreachable?); "+
+			"handling every cluster this cycle", "host", m.o.Host)
+		return Shard{all: true}, nil
+	default:
 		m.log.Warn("this conductor's heartbeat is not live; leaving all clusters to the other conductors",
 			"host", m.o.Host, "live_conductors", len(hosts))
 	}

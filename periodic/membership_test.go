@@ -137,6 +137,49 @@ func TestMembershipSharesAndTakesOver(t *testing.T) {
 	}
 }
 
+// TestMembershipWithNoLiveConductorHandlesEverything: after a database
+// outage longer than service_down_time every heartbeat is stale, this
+// conductor's included. Nobody else handles the clusters then, so it must
+// handle them all rather than skip the cycle (#28 item 2); as soon as
+// another conductor is live again, this one, still stale, leaves them.
+func TestMembershipWithNoLiveConductorHandlesEverything(t *testing.T) {
+	ctx := context.Background()
+	clock := periodic.NewManualClock(t0)
+	store := newMemStore()
+	store.now = clock.Now
+	for _, h := range []string{"a", "b"} {
+		if _, err := store.ReportServiceUp(ctx, h, "magnum-conductor"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := periodic.NewMembership(periodic.MembershipOptions{Host: "a"}, store, clock, testLog(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(181 * time.Second) // both heartbeats stale
+	s, err := m.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if key := fmt.Sprintf("k%d", i); !s.Owns(key) {
+			t.Fatalf("no conductor is live and %s is not handled by a", key)
+		}
+	}
+	// b's heartbeat comes back first: a, still stale, leaves everything to b.
+	if _, err := store.ReportServiceUp(ctx, "b", "magnum-conductor"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = m.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if key := fmt.Sprintf("k%d", i); s.Owns(key) {
+			t.Fatalf("b is live, a is not, and a still handles %s", key)
+		}
+	}
+}
+
 func TestMembershipOptionsAreChecked(t *testing.T) {
 	store := newMemStore()
 	for _, o := range []periodic.MembershipOptions{{Mode: periodic.ShardRendezvous}, {Mode: "zookeeper", Host: "a"}} {

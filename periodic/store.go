@@ -7,6 +7,7 @@ import (
 	"github.com/openstack/magnum-conductor/conductor/clusterstate"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 )
 
 // ClusterStore is the part of db.Store the cluster jobs use.
@@ -48,4 +49,12 @@ type CertDeleter interface {
 // none of its own (KubernetesMonitors).
 type MonitorFactory interface {
 	Monitor(ctx context.Context, c *objects.Cluster) (drivers.Monitor, error)
+}
+
+// Resumer resumes an operation interrupted between its claim and its
+// driver call, as the status machine decided (conductor.Handlers). Its
+// error matches clusterstate.ErrStale when the cluster changed since it was
+// read (another conductor resumed it first).
+type Resumer interface {
+	Resume(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, r statusmachine.Resume) error
 }

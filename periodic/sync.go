@@ -35,6 +35,8 @@ type SyncOptions struct {
 	// ClusterTimeout bounds one cluster's driver call and saves (default
 	// 60 s).
 	ClusterTimeout time.Duration
+	// Now is the clock the deadlines are judged by (default time.Now).
+	Now func() time.Time
 }
 
 // Deps are what the cluster jobs need.
@@ -46,6 +48,10 @@ type Deps struct {
 	Sharder  Sharder
 	Log      *slog.Logger
 	Metrics  *Metrics
+	// Resumer resumes the operations the status machine finds interrupted
+	// before their driver call (SyncOptions.Timeouts.Resume); nil only
+	// logs them.
+	Resumer Resumer
 }
 
 // SyncClusterStatus is the sync_cluster_status task.
@@ -71,7 +77,10 @@ func NewSyncClusterStatus(o SyncOptions, d Deps) (*SyncClusterStatus, error) {
 	if d.Store == nil || d.Drivers == nil || d.Sharder == nil || d.Log == nil {
 		return nil, errors.New("periodic: sync_cluster_status needs a store, drivers, a sharder and a logger")
 	}
-	j := &SyncClusterStatus{o: o, d: d, now: time.Now}
+	j := &SyncClusterStatus{o: o, d: d, now: o.Now}
+	if j.now == nil {
+		j.now = time.Now
+	}
 	j.applier = &clusterstate.Applier{Store: d.Store, Certs: d.Certs, Log: d.Log}
 	if d.Notifier != nil {
 		j.applier.Notifier = d.Notifier
@@ -134,7 +143,7 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 		defer j.inflight.release(uuid)
 		cctx, cancel := context.WithTimeout(ctx, j.o.ClusterTimeout)
 		defer cancel()
-		if stage, err := j.syncOne(cctx, c, nodegroups[uuid], &templates); err != nil {
+		if stage, err := j.syncOne(cctx, ctx, c, nodegroups[uuid], &templates); err != nil {
 			j.d.Metrics.failure(j.Name(), stage)
 			if errors.Is(err, drivers.ErrNotReady) { // the driver logs its own retries
 				j.d.Log.Debug("cluster status sync waits for its driver", "cluster_uuid", uuid, "error", err)
@@ -177,7 +186,10 @@ func observeRequest(c *objects.Cluster, ct *objects.ClusterTemplate, ngs []*obje
 	return req
 }
 
-func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
+// syncOne judges one cluster under ctx (the cycle's per-cluster bound); a
+// resumption runs under cycle (the cycle's own context: it makes driver
+// calls under the driver-call deadline, and stops with the conductor).
+func (j *SyncClusterStatus) syncOne(ctx, cycle context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate]) (stage string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			stage, err = "panic", fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -191,9 +203,11 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 			if err := j.applier.FinishDelete(ctx, c); err != nil {
 				return "db", err
 			}
-		case d.Interrupted != "":
-			j.d.Log.Warn("cluster operation interrupted before its driver call", "cluster_uuid", uuid,
-				"status", c.Status, "reason", d.Interrupted)
+		case d.Resume != nil:
+			return j.resume(cycle, c, ngs, d)
+		case d.Cluster != nil:
+			// An interrupted create whose resumptions are spent.
+			return j.record(ctx, c, ngs, d)
 		default:
 			j.d.Log.Debug("cluster not judged", "cluster_uuid", uuid, "status", c.Status, "reason", d.Skip)
 		}
@@ -210,8 +224,9 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 	in := statusmachine.Input{Cluster: c, NodeGroups: ngs, Observation: obs, Now: now, Timeouts: j.o.Timeouts}
 	d := statusmachine.Decide(in)
 	if d.NeedFresh {
-		// A deadline passed: the back end itself, not a cache, must confirm
-		// before anything fails on it.
+		// A deadline passed, or an operation looks interrupted: the back
+		// end itself, not a cache, must confirm before anything fails or is
+		// resumed on it.
 		in.Observation, err = drv.Observe(ctx, observeRequest(c, ct, ngs, true))
 		if err != nil {
 			return "driver", fmt.Errorf("observe (fresh, a deadline passed): %w", err)
@@ -219,10 +234,40 @@ func (j *SyncClusterStatus) syncOne(ctx context.Context, c *objects.Cluster, ngs
 		in.Fresh = true
 		d = statusmachine.Decide(in)
 	}
+	if d.Resume != nil {
+		return j.resume(cycle, c, ngs, d)
+	}
 	j.d.Log.Debug("cluster observed", "cluster_uuid", uuid, "status", c.Status, "phase", string(obs.Phase),
 		"decided_status", d.Cluster.Status)
 	if len(d.TimedOut) > 0 {
 		j.d.Log.Warn("cluster operation timed out", "cluster_uuid", uuid, "status", c.Status, "timed_out", d.TimedOut)
+	}
+	return j.record(ctx, c, ngs, d)
+}
+
+// resume hands an interrupted operation to the Resumer.
+func (j *SyncClusterStatus) resume(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, d statusmachine.Decision) (string, error) {
+	uuid := objects.Deref(c.UUID)
+	j.d.Log.Warn("cluster operation interrupted before its driver call; resuming it", "cluster_uuid", uuid,
+		"status", c.Status, "reason", d.Interrupted, "attempt", d.Resume.Attempt, "attempts", d.Resume.Of)
+	if j.d.Resumer == nil {
+		return "", nil
+	}
+	if err := j.d.Resumer.Resume(ctx, c, ngs, *d.Resume); err != nil {
+		if errors.Is(err, clusterstate.ErrStale) {
+			return "", nil
+		}
+		return "resume", err
+	}
+	return "", nil
+}
+
+// record saves a decision.
+func (j *SyncClusterStatus) record(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, d statusmachine.Decision) (string, error) {
+	uuid := objects.Deref(c.UUID)
+	if d.Interrupted != "" {
+		j.d.Log.Warn("cluster operation interrupted before its driver call; its resumptions are spent, it fails",
+			"cluster_uuid", uuid, "status", c.Status, "reason", objects.Deref(d.Cluster.StatusReason))
 	}
 	if _, err := j.applier.Apply(ctx, c, ngs, d); err != nil {
 		if errors.Is(err, clusterstate.ErrStale) {

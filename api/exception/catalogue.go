@@ -1,9 +1,10 @@
-// Code generated from magnum 15.0.1's magnum/common/exception.py by hack/gen-exceptions.py; DO NOT EDIT.
+// Code generated from magnum 23.0.0's magnum/common/exception.py, with the classes only 15.0.1 has, by hack/gen-exceptions.py; DO NOT EDIT.
 
 package exception
 
 // catalogue lists every class of magnum.common.exception with its parent,
-// HTTP code and message format (Python %-style).
+// HTTP code and message format (Python %-style): Magnum 23.0.0's, then
+// the classes of 15.0.1 that 23.0.0 dropped.
 var catalogue = []classInfo{
 	{Name: "MagnumException", Parent: "", Code: 500, Format: "An unknown exception occurred."},
 	{Name: "AuthorizationFailure", Parent: "MagnumException", Code: 403, Format: "%(client)s connection failed. %(message)s"},
@@ -19,24 +20,22 @@ var catalogue = []classInfo{
 	{Name: "ObjectNotFound", Parent: "MagnumException", Code: 404, Format: "The %(name)s %(id)s could not be found."},
 	{Name: "RegionsListFailed", Parent: "MagnumException", Code: 500, Format: "Failed to list regions."},
 	{Name: "ServicesListFailed", Parent: "MagnumException", Code: 500, Format: "Failed to list services."},
-	{Name: "TrustCreateFailed", Parent: "MagnumException", Code: 500, Format: "Failed to create trust for trustee %(trustee_user_id)s."},
-	{Name: "TrustDeleteFailed", Parent: "MagnumException", Code: 500, Format: "Failed to delete trust %(trust_id)s."},
-	{Name: "TrusteeCreateFailed", Parent: "MagnumException", Code: 500, Format: "Failed to create trustee %(username)s in domain %(domain_id)s"},
-	{Name: "TrusteeDeleteFailed", Parent: "MagnumException", Code: 500, Format: "Failed to delete trustee %(trustee_id)s"},
-	{Name: "TrusteeOrTrustToClusterFailed", Parent: "MagnumException", Code: 500, Format: "Failed to create trustee or trust for Cluster: %(cluster_uuid)s"},
 	{Name: "ApiVersionsIntersect", Parent: "Invalid", Code: 400, Format: "Version of %(name)s %(min_ver)s %(max_ver)s intersects with another versions."},
 	{Name: "CertificateValidationError", Parent: "Invalid", Code: 400, Format: "Extension '%(extension)s' not allowed"},
 	{Name: "ClusterAPIAddressUnavailable", Parent: "Conflict", Code: 409, Format: "Cluster API address is not available yet"},
 	{Name: "ClusterAlreadyExists", Parent: "Conflict", Code: 409, Format: "A cluster with UUID %(uuid)s already exists."},
+	{Name: "ClusterDriverNotSupported", Parent: "NotSupported", Code: 400, Format: "Cluster driver (%(driver_name)s) not supported."},
 	{Name: "ClusterTemplateAlreadyExists", Parent: "Conflict", Code: 409, Format: "A ClusterTemplate with UUID %(uuid)s already exists."},
 	{Name: "ClusterTemplatePublishDenied", Parent: "NotAuthorized", Code: 403, Format: "Not authorized to set public or hidden flag for cluster template."},
 	{Name: "ClusterTemplateReferenced", Parent: "Invalid", Code: 400, Format: "ClusterTemplate %(clustertemplate)s is referenced by one or multiple clusters."},
-	{Name: "ClusterTypeNotSupported", Parent: "NotSupported", Code: 400, Format: "Cluster type (%(server_type)s, %(os)s, %(coe)s) not supported."},
+	{Name: "ClusterTypeBetaNotEnabled", Parent: "NotSupported", Code: 400, Format: "Cluster type (%(server_type)s, %(os)s, %(coe)s) is provided by the '%(driver_name)s' driver, which is a beta driver and is not enabled. Add '%(driver_name)s' to the [drivers]/enabled_beta_drivers configuration option to use it."},
+	{Name: "ClusterTypeNotSupported", Parent: "NotSupported", Code: 400, Format: "Cluster type (%(server_type)s, %(os)s, %(coe)s) is not supported by any loaded cluster driver. Loaded drivers support: %(supported_cluster_types)s."},
 	{Name: "ClusterUpgradeNotSupported", Parent: "NotSupported", Code: 400, Format: "Cluster upgrade is not supported in the provided microversion."},
 	{Name: "ConfigInvalid", Parent: "Invalid", Code: 400, Format: "Invalid configuration file. %(error_msg)s"},
 	{Name: "CreateMasterNodeGroup", Parent: "NotSupported", Code: 400, Format: "Creating master nodegroups is currently not supported."},
 	{Name: "DeletingDefaultNGNotSupported", Parent: "NotSupported", Code: 400, Format: "Deleting a default nodegroup is not supported."},
 	{Name: "FederationAlreadyExists", Parent: "Conflict", Code: 409, Format: "A federation with UUID %(uuid)s already exists."},
+	{Name: "FlavorZeroRootVolumeNotSupported", Parent: "NotSupported", Code: 400, Format: "Flavor with zero root volume size is not supported when boot_volume_size is zero."},
 	{Name: "ImageNotAuthorized", Parent: "NotAuthorized", Code: 403, Format: "Not authorized for image %(image_id)s."},
 	{Name: "InvalidClusterDiscoveryURL", Parent: "Invalid", Code: 400, Format: "Invalid discovery URL '%(discovery_url)s'."},
 	{Name: "InvalidClusterSize", Parent: "Invalid", Code: 400, Format: "Expected cluster size %(expect_size)d but get cluster size %(size)d from '%(discovery_url)s'."},
@@ -52,7 +51,7 @@ var catalogue = []classInfo{
 	{Name: "InvalidUUID", Parent: "Invalid", Code: 400, Format: "Expected a uuid but received %(uuid)s."},
 	{Name: "InvalidVersion", Parent: "Invalid", Code: 400, Format: "Received invalid tag for %(tag)s."},
 	{Name: "MagnumServiceAlreadyExists", Parent: "Conflict", Code: 409, Format: "A magnum service with ID %(id)s already exists."},
-	{Name: "MasterNGResizeNotSupported", Parent: "NotSupported", Code: 400, Format: "Resizing a master nodegroup is not supported."},
+	{Name: "MasterNGResizeNotSupported", Parent: "NotSupported", Code: 400, Format: "Resizing the master nodegroup is not supported by this driver."},
 	{Name: "MemberAlreadyExists", Parent: "Conflict", Code: 409, Format: "A cluster with UUID %(uuid)s is already a member of the federation %(federation_name)s."},
 	{Name: "NGResizeOutBounds", Parent: "Invalid", Code: 400, Format: "Resizing %(nodegroup)s outside the allowed range: min_node_count = %(min_nc)s, max_node_count = %(max_nc)s"},
 	{Name: "NgOperationInProgress", Parent: "Invalid", Code: 400, Format: "Nodegroup %(nodegroup)s already has an operation in progress."},
@@ -67,7 +66,6 @@ var catalogue = []classInfo{
 	{Name: "RequiredParameterNotProvided", Parent: "Invalid", Code: 400, Format: "Required parameter %(heat_param)s not provided."},
 	{Name: "ResourceLimitExceeded", Parent: "NotAuthorized", Code: 403, Format: "Resource limit exceeded: %(msg)s"},
 	{Name: "ResourceNotFound", Parent: "ObjectNotFound", Code: 404, Format: "The %(name)s resource %(id)s could not be found."},
-	{Name: "UnsupportedDockerQuantityFormat", Parent: "Invalid", Code: 400, Format: "Unsupported quantity format for Swarm cluster."},
 	{Name: "UnsupportedK8sQuantityFormat", Parent: "Invalid", Code: 400, Format: "Unsupported quantity format for k8s cluster."},
 	{Name: "X509KeyPairAlreadyExists", Parent: "Conflict", Code: 409, Format: "A key pair with UUID %(uuid)s already exists."},
 	{Name: "ZeroNodeCountNotSupported", Parent: "NotSupported", Code: 400, Format: "Resizing a nodegroup to zero is not supported in the provided microversion."},
@@ -82,9 +80,17 @@ var catalogue = []classInfo{
 	{Name: "ImageNotFound", Parent: "ResourceNotFound", Code: 400, Format: "Image %(image_id)s could not be found."},
 	{Name: "KeyPairNotFound", Parent: "ResourceNotFound", Code: 404, Format: "Unable to find keypair %(keypair)s."},
 	{Name: "MagnumServiceNotFound", Parent: "ResourceNotFound", Code: 404, Format: "A magnum service %(magnum_service_id)s could not be found."},
+	{Name: "MasterNGSizeInvalid", Parent: "InvalidParameterValue", Code: 400, Format: "master nodegroup size of %(requested_size)s is invalid, size cannot be an even number."},
 	{Name: "NodeGroupNotFound", Parent: "ResourceNotFound", Code: 404, Format: "Nodegroup %(nodegroup)s could not be found."},
 	{Name: "OSDistroFieldNotFound", Parent: "ResourceNotFound", Code: 400, Format: "Image %(image_id)s doesn't contain os_distro field."},
 	{Name: "QuotaNotFound", Parent: "ResourceNotFound", Code: 404, Format: "Quota could not be found: %(msg)s"},
 	{Name: "VolumeTypeNotFound", Parent: "ResourceNotFound", Code: 400, Format: "Valid volume type could not be found."},
 	{Name: "X509KeyPairNotFound", Parent: "ResourceNotFound", Code: 404, Format: "A key pair %(x509keypair)s could not be found."},
+	// Only in 15.0.1.
+	{Name: "TrustCreateFailed", Parent: "MagnumException", Code: 500, Format: "Failed to create trust for trustee %(trustee_user_id)s.", Until: "23.0.0"},
+	{Name: "TrustDeleteFailed", Parent: "MagnumException", Code: 500, Format: "Failed to delete trust %(trust_id)s.", Until: "23.0.0"},
+	{Name: "TrusteeCreateFailed", Parent: "MagnumException", Code: 500, Format: "Failed to create trustee %(username)s in domain %(domain_id)s", Until: "23.0.0"},
+	{Name: "TrusteeDeleteFailed", Parent: "MagnumException", Code: 500, Format: "Failed to delete trustee %(trustee_id)s", Until: "23.0.0"},
+	{Name: "TrusteeOrTrustToClusterFailed", Parent: "MagnumException", Code: 500, Format: "Failed to create trustee or trust for Cluster: %(cluster_uuid)s", Until: "23.0.0"},
+	{Name: "UnsupportedDockerQuantityFormat", Parent: "Invalid", Code: 400, Format: "Unsupported quantity format for Swarm cluster.", Until: "23.0.0"},
 }

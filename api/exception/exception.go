@@ -17,6 +17,7 @@ const (
 	ModuleBuiltins   = "builtins"
 	ModuleDispatcher = "oslo_messaging.rpc.dispatcher"
 	ModuleOVO        = "oslo_versionedobjects.exception"
+	ModuleOsloDB     = "oslo_db.exception"
 )
 
 type classInfo struct {
@@ -24,6 +25,9 @@ type classInfo struct {
 	Parent string
 	Code   int
 	Format string
+	// Until is the Magnum release that dropped the class ("" if the
+	// newest release has it). Such classes stay, for the older peers.
+	Until string
 }
 
 var byName = func() map[string]classInfo {
@@ -123,6 +127,15 @@ func codeOf(info classInfo, kwargs map[string]any) int {
 // ValueError, ...) with one positional argument.
 func Builtin(class, message string) *Error {
 	return &Error{Module: ModuleBuiltins, Class: class, Code: 500, Message: message}
+}
+
+// DBConnectionError is oslo.db's DBConnectionError, which the Python
+// conductor raises when its database cannot be reached or the connection
+// was lost: magnum-api, which rebuilds only magnum.common.exception,
+// receives it as oslo_messaging.RemoteError and answers 500, as with the
+// Python conductor. cause is the Go error, logged but never sent.
+func DBConnectionError(message string, cause error) *Error {
+	return &Error{Module: ModuleOsloDB, Class: "DBConnectionError", Code: 500, Message: message, Cause: cause}
 }
 
 // Wrap returns err as an *Error: itself if it already is one, otherwise

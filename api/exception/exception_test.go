@@ -60,3 +60,30 @@ func TestWrapPlainError(t *testing.T) {
 		t.Fatalf("got %+v", e)
 	}
 }
+
+// TestCatalogueIsMagnum2026WithOlderClasses: the catalogue is Magnum
+// 23.0.0's (new classes and wordings), and keeps the classes only 15.0.1
+// has, so that a 15.0.1 peer can still be answered with them.
+func TestCatalogueIsMagnum2026WithOlderClasses(t *testing.T) {
+	for _, tt := range []struct {
+		class  string
+		kwargs map[string]any
+		msg    string
+	}{
+		{"ClusterDriverNotSupported", map[string]any{"driver_name": "k8s_x"}, "Cluster driver (k8s_x) not supported."},
+		{"ClusterTypeNotSupported", map[string]any{"server_type": "vm", "os": "x", "coe": "kubernetes",
+			"supported_cluster_types": "(vm, y, kubernetes)"},
+			"Cluster type (vm, x, kubernetes) is not supported by any loaded cluster driver. Loaded drivers support: (vm, y, kubernetes)."},
+		{"MasterNGResizeNotSupported", nil, "Resizing the master nodegroup is not supported by this driver."},
+		{"MasterNGSizeInvalid", map[string]any{"requested_size": 2}, "master nodegroup size of 2 is invalid, size cannot be an even number."},
+		{"TrusteeOrTrustToClusterFailed", map[string]any{"cluster_uuid": "u"}, "Failed to create trustee or trust for Cluster: u"},
+	} {
+		e := New(tt.class, tt.kwargs)
+		if e.Class != tt.class || e.Message != tt.msg || e.Code != 400 && tt.class != "TrusteeOrTrustToClusterFailed" {
+			t.Errorf("%s: got %s %q %d, want %q", tt.class, e.Class, e.Message, e.Code, tt.msg)
+		}
+	}
+	if !IsSubclass("ClusterDriverNotSupported", "NotSupported") || !IsSubclass("MasterNGSizeInvalid", "InvalidParameterValue") {
+		t.Error("the 23.0.0 classes should keep their parents")
+	}
+}

@@ -372,17 +372,32 @@ func (c *Client) replyLoop() {
 	var once sync.Once
 	ready := func() { once.Do(func() { close(c.replyReady) }) }
 	defer ready()
+	failed := 0
 	for {
 		conn, err := c.replyDialer.connect(c.replyCtx)
 		if err != nil {
 			return
 		}
-		err = c.consumeReplies(conn, ready)
+		consumed := false
+		err = c.consumeReplies(conn, func() { consumed = true; ready() })
 		if c.replyCtx.Err() != nil {
 			return
 		}
-		c.log.Error("reply consumer lost its connection, reconnecting", "error", fmt.Sprint(err), "reply_q", c.replyQ)
-		_ = sleepCtx(c.replyCtx, c.opts.Rabbit.reconnectDelay())
+		// As the server's listener: at once after losing a connection that
+		// consumed (replies to the queue are dropped until it is back).
+		var wait time.Duration
+		switch {
+		case errors.Is(err, errConsumerCancelled):
+			wait, failed = c.opts.Rabbit.reconnectDelay(), 0
+		case consumed:
+			failed = 0
+		default:
+			wait = c.replyDialer.retryWait(failed)
+			failed++
+		}
+		c.log.Error("reply consumer lost its connection, reconnecting", "error", fmt.Sprint(err), "reply_q", c.replyQ,
+			"retry_in", wait.String())
+		_ = sleepCtx(c.replyCtx, wait)
 	}
 }
 
@@ -422,9 +437,9 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 			return e
 		case d, ok := <-deliveries:
 			if !ok {
-				return errors.New("reply consumer closed")
+				return consumerGone(conn)
 			}
-			body, err := decompress(d.Body, compressionOf(d.Headers))
+			body, err := decompress(d.Body, compressionOf(d.Headers), maxDecompressed)
 			if err != nil {
 				c.log.Warn("dropping a reply that cannot be decompressed", "error", err.Error())
 				continue
@@ -455,7 +470,7 @@ func (c *Client) deliverReply(body []byte) {
 	}
 	w, ok := c.waiters[r.MsgID]
 	if !ok {
-		c.log.Info("no calling thread waiting for reply", "msg_id", r.MsgID)
+		c.log.Info("no calling thread waiting for reply", "msg_id", request.Bound(r.MsgID))
 		return
 	}
 	select {

@@ -10,7 +10,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// maxDecompressed bounds what one compressed message may expand to.
+// maxDecompressed bounds what one compressed reply may expand to (the
+// server bounds requests by max_message_size).
 const maxDecompressed = 64 << 20
 
 // compressionOf is the kombu "compression" header of a delivery: set by a
@@ -39,8 +40,9 @@ func compress(body []byte) ([]byte, error) {
 // decompress undoes kombu's compression of a message body: zlib data under
 // "application/x-gzip" (kombu_compression = gzip or zlib), bzip2 under
 // "application/x-bz2" (bzip2). We read both, and write the first when
-// kombu_compression asks for it.
-func decompress(body []byte, compression string) ([]byte, error) {
+// kombu_compression asks for it. A body that expands past limit bytes is
+// refused before more is read.
+func decompress(body []byte, compression string, limit int64) ([]byte, error) {
 	var r io.Reader
 	switch compression {
 	case "":
@@ -57,12 +59,12 @@ func decompress(body []byte, compression string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unsupported compression %q (kombu_compression gzip, zlib and bzip2 are read)", compression)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+	out, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("compressed body (%s): %w", compression, err)
 	}
-	if len(out) > maxDecompressed {
-		return nil, fmt.Errorf("compressed body (%s) expands past %d bytes", compression, maxDecompressed)
+	if int64(len(out)) > limit {
+		return nil, fmt.Errorf("compressed body (%s) expands past %d bytes", compression, limit)
 	}
 	return out, nil
 }

@@ -14,25 +14,30 @@ func TestDecompressKombuBodies(t *testing.T) {
 	w := zlib.NewWriter(&z)
 	_, _ = w.Write([]byte(`{"oslo.version": "2.0"}`))
 	_ = w.Close()
-	if got, err := decompress(z.Bytes(), "application/x-gzip"); err != nil || string(got) != `{"oslo.version": "2.0"}` {
+	if got, err := decompress(z.Bytes(), "application/x-gzip", 1<<20); err != nil || string(got) != `{"oslo.version": "2.0"}` {
 		t.Fatalf("zlib: %q %v", got, err)
 	}
-	if got, err := decompress([]byte("plain"), ""); err != nil || string(got) != "plain" {
+	if got, err := decompress([]byte("plain"), "", 1<<20); err != nil || string(got) != "plain" {
 		t.Fatalf("uncompressed: %q %v", got, err)
 	}
-	if _, err := decompress([]byte("x"), "application/x-lzma"); err == nil || !strings.Contains(err.Error(), "unsupported compression") {
+	if _, err := decompress([]byte("x"), "application/x-lzma", 1<<20); err == nil || !strings.Contains(err.Error(), "unsupported compression") {
 		t.Fatalf("lzma: %v", err)
 	}
-	if _, err := decompress([]byte("not zlib"), "application/x-gzip"); err == nil {
+	if _, err := decompress([]byte("not zlib"), "application/x-gzip", 1<<20); err == nil {
 		t.Fatal("corrupt zlib data accepted")
 	}
-	// A bomb: 65 MiB of zeros is refused, not expanded.
+	// A bomb: 65 MiB of zeros is refused, not expanded; as is a request
+	// that expands past max_message_size.
 	z.Reset()
 	w = zlib.NewWriter(&z)
 	_, _ = w.Write(make([]byte, maxDecompressed+1<<20))
 	_ = w.Close()
-	if _, err := decompress(z.Bytes(), "application/x-gzip"); err == nil || !strings.Contains(err.Error(), "expands past") {
+	if _, err := decompress(z.Bytes(), "application/x-gzip", maxDecompressed); err == nil || !strings.Contains(err.Error(), "expands past") {
 		t.Fatalf("bomb: %v", err)
+	}
+	if _, err := decompress(z.Bytes(), "application/x-gzip", DefaultMaxMessageSize); err == nil ||
+		!strings.Contains(err.Error(), "expands past 1048576 bytes") {
+		t.Fatalf("past max_message_size: %v", err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	mrand "math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,13 +24,16 @@ import (
 
 // dialer opens AMQP connections to the brokers of a transport URL, failing
 // over round-robin (oslo's kombu_failover_strategy default) and backing off
-// as kombu does: rabbit_retry_interval, growing by rabbit_retry_backoff,
-// capped at rabbit_interval_max.
+// as oslo does (see retryWait), but never longer than
+// reconnect_interval_max.
 type dialer struct {
 	url     *TransportURL
 	opts    RabbitOptions
 	log     *slog.Logger
 	purpose string // "listener", "publisher", "reply", for the connection name
+	// limit, when set, keeps message bodies larger than max_message_size
+	// out of the connections of this dialer (the listener's).
+	limit *bodyLimit
 
 	mu      sync.Mutex
 	next    int
@@ -133,8 +138,12 @@ func (d *dialer) nextHost() TransportHost {
 	return h
 }
 
-// dialOnce tries the next broker once.
-func (d *dialer) dialOnce() (*amqp.Connection, TransportHost, error) {
+// dialTimeout bounds one dial: TCP connect, TLS and AMQP handshakes.
+const dialTimeout = 30 * time.Second
+
+// dialOnce tries the next broker once, within dialTimeout or ctx's
+// deadline if sooner.
+func (d *dialer) dialOnce(ctx context.Context) (*amqp.Connection, TransportHost, error) {
 	h := d.nextHost()
 
 	user, pass := h.Username, h.Password
@@ -148,27 +157,24 @@ func (d *dialer) dialOnce() (*amqp.Connection, TransportHost, error) {
 	if err != nil {
 		return nil, h, err
 	}
-	scheme := "amqp"
-	if tlsCfg != nil {
-		scheme = "amqps"
-	}
 	heartbeat := d.opts.HeartbeatTimeoutThreshold
 	if heartbeat < 0 {
 		heartbeat = 0
 	}
 	cfg := amqp.Config{
-		SASL:            d.opts.sasl(user, pass),
-		Vhost:           d.url.vhost(),
-		Heartbeat:       heartbeat,
-		TLSClientConfig: tlsCfg,
-		Locale:          "en_US",
+		SASL:      d.opts.sasl(user, pass),
+		Vhost:     d.url.vhost(),
+		Heartbeat: heartbeat,
+		Locale:    "en_US",
 		Properties: amqp.Table{
 			"product":         "magnum-conductor",
 			"connection_name": fmt.Sprintf("%s:%d:%s:%s", filepath.Base(os.Args[0]), os.Getpid(), d.purpose, uuidDashed()),
 		},
-		Dial: amqp.DefaultDial(30 * time.Second),
+		// TLS is set up here, under the byte stream the AMQP library
+		// reads, so that the body limit sees frames, not ciphertext.
+		Dial: func(network, addr string) (net.Conn, error) { return d.netDial(ctx, network, addr, tlsCfg) },
 	}
-	conn, err := amqp.DialConfig(scheme+"://"+h.Addr()+"/", cfg)
+	conn, err := amqp.DialConfig("amqp://"+h.Addr()+"/", cfg)
 	if err != nil {
 		return nil, h, err
 	}
@@ -185,12 +191,59 @@ func (d *dialer) dialOnce() (*amqp.Connection, TransportHost, error) {
 	return conn, h, nil
 }
 
-// backoff returns the wait before attempt n (0-based), as kombu's
-// ensure_connection computes it, plus kombu_reconnect_delay after the first.
-func (d *dialer) backoff(n int) time.Duration {
+// netDial opens the byte stream of one AMQP connection: TCP within ctx,
+// a deadline for the handshakes (the AMQP library clears it once the
+// connection is open), TLS when configured, and the body limit of a
+// listener.
+func (d *dialer) netDial(ctx context.Context, network, addr string, tlsCfg *tls.Config) (net.Conn, error) {
+	deadline := time.Now().Add(dialTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	nd := net.Dialer{Deadline: deadline}
+	c, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if tlsCfg != nil {
+		cfg := tlsCfg.Clone()
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg.ServerName = host
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c = tc
+	}
+	if d.limit != nil {
+		c = d.limit.wrap(c)
+	}
+	return c, nil
+}
+
+// retryWait is the wait after the n-th failed dial (from 0) as oslo
+// computes it from its options (kombu's interval from
+// rabbit_retry_interval growing by rabbit_retry_backoff up to
+// rabbit_interval_max, plus kombu_reconnect_delay), capped at
+// reconnect_interval_max, plus a random share of kombu_reconnect_splay.
+func (d *dialer) retryWait(n int) time.Duration {
 	w := d.opts.RetryInterval + time.Duration(n)*d.opts.RetryBackoff
 	if w > d.opts.IntervalMax {
 		w = d.opts.IntervalMax
+	}
+	w += d.opts.KombuReconnectDelay
+	if c := d.opts.ReconnectIntervalMax; c > 0 && w > c {
+		w = c
+	}
+	if d.opts.KombuReconnectSplay > 0 {
+		w += mrand.N(d.opts.KombuReconnectSplay)
 	}
 	return w
 }
@@ -205,7 +258,7 @@ func (d *dialer) connect(ctx context.Context) (*amqp.Connection, error) {
 // tries-1).
 func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection, error) {
 	for n := 0; ; n++ {
-		conn, h, err := d.dialOnce()
+		conn, h, err := d.dialOnce(ctx)
 		d.setLastError(err)
 		if err == nil {
 			if n > 0 {
@@ -217,7 +270,7 @@ func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection,
 			// The caller, which bounded the dials, logs and decides.
 			return nil, fmt.Errorf("connecting to %s: unreachable after %d tries: %w", d.url, n+1, err)
 		}
-		wait := d.backoff(n)
+		wait := d.retryWait(n)
 		d.log.Error("AMQP server is unreachable, trying again", "broker", h.Addr(), "purpose", d.purpose,
 			"error", err.Error(), "retry_in", wait.String())
 		t := time.NewTimer(wait)
@@ -228,4 +281,31 @@ func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection,
 		case <-t.C:
 		}
 	}
+}
+
+// Reachable dials each broker of opts' transport URL once, in turn, until
+// one accepts the AMQP login, and closes that connection. It is how a
+// command line tool fails at once, saying why, when no broker can be
+// reached, instead of waiting for its call's timeout (calls and casts
+// retry until then, as oslo's do).
+func Reachable(ctx context.Context, opts Options) error {
+	opts = opts.withDefaults()
+	u, err := ParseTransportURL(opts.TransportURL)
+	if err != nil {
+		return err
+	}
+	d := newDialer(u, opts.Rabbit, "probe", slog.New(slog.DiscardHandler))
+	var errs []string
+	for range u.Hosts {
+		conn, h, err := d.dialOnce(ctx)
+		if err == nil {
+			_ = conn.Close()
+			return nil
+		}
+		errs = append(errs, h.Addr()+": "+err.Error())
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("no broker of %s can be reached: %s", u, strings.Join(errs, "; "))
 }

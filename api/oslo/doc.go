@@ -17,6 +17,14 @@ Package oslo is the conductor's oslo.messaging transport on RabbitMQ.
 	...
 	err = srv.Stop(shutdownCtx) // stop consuming, delete own fanout queue, finish in-flight, close
 
+A call is acknowledged when a worker takes it, a cast once its method has
+returned (at least once: a server killed meanwhile leaves it to another);
+ServerOptions.RetryCast returns to the queue the casts that could not be
+done for now, ServerOptions.TranslateError decides what an error becomes
+for the caller. A request larger than max_message_size is never read (a
+call gets InvalidParameterValue). After a lost connection the listener
+dials again at once; Stop returns by its deadline whatever is pending.
+
 Method arguments are a struct whose json tags name the keyword arguments
 (",omitempty" or `oslo:"optional"` for Python defaults); object arguments
 are json.RawMessage. Results must be JSON-marshalable. Errors become

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 
 	"github.com/openstack/magnum-conductor/api/exception"
@@ -34,7 +33,7 @@ func (t *RemoteTraceback) Error() string { return strings.Join(t.Lines, "") }
 // same exception: Magnum classes get args [message] and their kwargs plus
 // "code"; builtins and oslo classes get args [message] and no kwargs. A
 // plain Go error becomes MagnumException (500). tb is a Python-style
-// traceback made of the Go stack of the caller.
+// traceback without frames (see traceback).
 func FailureFromError(err error) *Failure {
 	e := exception.Wrap(err)
 	f := &Failure{Class: e.Class, Module: e.Module, Message: e.Message, Args: []any{e.Message}, Kwargs: map[string]any{}}
@@ -55,7 +54,7 @@ func FailureFromError(err error) *Failure {
 		}
 		f.Kwargs["code"] = code
 	}
-	f.TB = goTraceback(3, f, err)
+	f.TB = traceback(f, err)
 	return f
 }
 
@@ -68,30 +67,19 @@ func jsonSafe(v any) any {
 	return v
 }
 
-// goTraceback renders the Go stack (skipping skip frames) as Python
-// traceback lines, ending with "<module>.<Class>: <message>".
-func goTraceback(skip int, f *Failure, err error) []string {
-	pcs := make([]uintptr, 32)
-	n := runtime.Callers(skip, pcs)
-	frames := runtime.CallersFrames(pcs[:n])
-	var lines []string
-	for {
-		fr, more := frames.Next()
-		if fr.Function != "" && !strings.HasPrefix(fr.Function, "runtime.") {
-			lines = append(lines, fmt.Sprintf("  File %q, line %d, in %s\n", fr.File, fr.Line, fr.Function))
-		}
-		if !more {
-			break
-		}
-	}
-	// Python prints the innermost frame last.
-	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
-		lines[i], lines[j] = lines[j], lines[i]
-	}
-	tb := append([]string{"Traceback (most recent call last):\n"}, lines...)
+// traceback is the "tb" of a failure: Python's first line (magnum-api's
+// NoExceptionTracebackHook cuts a fault string there), the Go cause when it
+// says more than the message, and "<module>.<Class>: <message>". It holds
+// no stack frames: a Go stack at the reply would only name the server's
+// own source files (paths of the build machine) without saying where the
+// error arose; the conductor's log has the details.
+func traceback(f *Failure, err error) []string {
+	tb := []string{"Traceback (most recent call last):\n"}
 	var e *exception.Error
 	if errors.As(err, &e) && e.Cause != nil {
-		tb = append(tb, "  Go cause: "+e.Cause.Error()+"\n")
+		if cause := e.Cause.Error(); cause != f.Message {
+			tb = append(tb, "  Go cause: "+cause+"\n")
+		}
 	}
 	name := f.Class
 	if f.Module != exception.ModuleBuiltins {

@@ -266,6 +266,7 @@ func TestLiveCallCastFanoutAndFailures(t *testing.T) {
 		if ex.Module != f.module || ex.Class != f.class || ex.Message != f.msg || ex.Code != f.code {
 			t.Errorf("%s: got %s.%s %q %d", f.method, ex.Module, ex.Class, ex.Message, ex.Code)
 		}
+		checkTracebackHasNoSourcePaths(t, f.method, err)
 	}
 	_, err = c.Call(ctx, tgt, "not_found", map[string]any{"value": "x"})
 	if !errors.Is(err, exception.New("ResourceNotFound", nil)) {
@@ -291,6 +292,65 @@ func TestLiveCallCastFanoutAndFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t, "fanout")
+}
+
+// checkTracebackHasNoSourcePaths: a failure's traceback starts as
+// Python's, ends with the exception, and names no source file of ours.
+func checkTracebackHasNoSourcePaths(t *testing.T, what string, err error) {
+	t.Helper()
+	var rt *RemoteTraceback
+	if !errors.As(err, &rt) || len(rt.Lines) < 2 || rt.Lines[0] != "Traceback (most recent call last):\n" {
+		t.Fatalf("%s: traceback %v", what, rt)
+	}
+	for _, l := range rt.Lines {
+		if strings.Contains(l, ".go") || strings.Contains(l, "File ") || strings.Contains(l, "magnum-conductor/") {
+			t.Errorf("%s: the traceback names a source file: %q", what, l)
+		}
+	}
+}
+
+// TestLiveTranslatedErrorReachesTheCaller: ServerOptions.TranslateError
+// decides the failure a method's error becomes (here a lost database
+// becomes oslo.db's DBConnectionError, as with the Python conductor,
+// instead of MagnumException); other errors are left alone.
+func TestLiveTranslatedErrorReachesTheCaller(t *testing.T) {
+	e := newEnv(t)
+	logs := &lockedBuffer{}
+	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second, TranslateError: func(err error) error {
+		if err.Error() == "disk on fire" {
+			return exception.DBConnectionError("db: list clusters: connection refused", err)
+		}
+		return err
+	}}, Target{Topic: e.topic}, liveDispatcher(t, newRecorder(), nil), slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	c := e.client()
+	_, err = c.Call(userCtx(), Target{Topic: e.topic}, "plain_error", nil)
+	var ex *exception.Error
+	if !errors.As(err, &ex) || ex.Module != "oslo_db.exception" || ex.Class != "DBConnectionError" ||
+		ex.Message != "db: list clusters: connection refused" || len(ex.Kwargs) != 0 {
+		t.Fatalf("got %#v", err)
+	}
+	checkTracebackHasNoSourcePaths(t, "plain_error", err)
+	if l := logs.String(); !strings.Contains(l, `level=ERROR msg="RPC method failed"`) ||
+		!strings.Contains(l, "class=oslo_db.exception.DBConnectionError") {
+		t.Errorf("the lost database is not an ERROR line:\n%s", l)
+	}
+	var rt *RemoteTraceback
+	_ = errors.As(err, &rt)
+	if last := rt.Lines[len(rt.Lines)-1]; last != "oslo_db.exception.DBConnectionError: db: list clusters: connection refused\n" {
+		t.Errorf("last traceback line %q", last)
+	}
+	if _, err = c.Call(userCtx(), Target{Topic: e.topic}, "not_found", map[string]any{"value": "x"}); !errors.As(err, &ex) ||
+		ex.Class != "ClusterNotFound" {
+		t.Fatalf("an error left alone: %v", err)
+	}
 }
 
 func TestLiveCallTimeoutAndCallMonitor(t *testing.T) {
@@ -399,6 +459,9 @@ func failureClass(t *testing.T, r replyMessage) string {
 func TestLiveBadInputNeverStalls(t *testing.T) {
 	e := newEnv(t)
 	e.opts.ExecutorThreadPoolSize = 2
+	// The 10 MB echo below is served when max_message_size allows it
+	// (TestLiveOversizedCallGetsAFailureReply: refused when not).
+	e.opts.Rabbit.MaxMessageSize = 16 << 20
 	e.startServer(liveDispatcher(t, newRecorder(), nil))
 	replyQ := "reply_" + uuidHex()
 	replies := e.rawReplyQueue(replyQ)
@@ -528,10 +591,15 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 	if err := ch.ExchangeDeclare(e.opts.ControlExchange, "topic", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{e.topic, e.topic + "." + s.Target().Server} {
-		if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	if _, err := ch.QueueDeclare(e.topic, false, false, false, false, nil); err != nil {
+		t.Fatalf("%s: %v", e.topic, err)
+	}
+	// Unlike oslo's, the server queue of a randomly named server expires
+	// (rabbit_transient_queues_ttl) once unused: a killed conductor does not
+	// leave it behind for ever.
+	if _, err := ch.QueueDeclare(e.topic+"."+s.Target().Server, false, false, false, false,
+		amqp.Table{"x-expires": int32(1800000)}); err != nil {
+		t.Fatalf("server queue: %v", err)
 	}
 	if err := ch.ExchangeDeclare(e.topic+"_fanout", "fanout", false, true, false, false, nil); err != nil {
 		t.Fatal(err)
@@ -659,6 +727,60 @@ func TestLiveStopPastGracePeriodCancelsStuckHandlers(t *testing.T) {
 	}
 }
 
+// TestLiveStopHonoursItsDeadlineWhateverIsPending: a handler that ignores
+// its cancellation and a reply being retried to a reply queue that is gone
+// (for kombu_missing_consumer_retry_timeout, a minute) do not hold Stop past
+// its deadline (plus the short wait for what it canceled): the conductor's
+// shutdown_grace_period holds.
+func TestLiveStopHonoursItsDeadlineWhateverIsPending(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Rabbit.MissingConsumerRetryTimeout = time.Minute
+	rec := newRecorder()
+	d := liveDispatcher(t, rec, nil)
+	deaf := make(chan struct{})
+	t.Cleanup(func() { close(deaf) })
+	if err := d.Handle("deaf", Method(func(ctx context.Context, a echoArgs) (any, error) {
+		rec.add("deaf")
+		<-deaf // ignores ctx
+		return nil, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(e.opts, ServerOptions{GracePeriod: time.Hour}, Target{Topic: e.topic}, d, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server)
+	c := e.client()
+	if err := c.Cast(userCtx(), Target{Topic: e.topic}, "deaf", map[string]any{"value": 1}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "deaf")
+	// A call whose reply queue does not exist: its reply is returned by the
+	// broker and retried.
+	e.publishRaw(rawCall("record", `{"value": 1, "note": "replied"}`, "m-gone", "reply_gone_"+uuidHex(), ""))
+	rec.wait(t, "replied")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	stopped := make(chan error, 1)
+	start := time.Now()
+	go func() { stopped <- s.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Stop: %v", err)
+		}
+		if took := time.Since(start); took > time.Second+cancelWait+time.Second {
+			t.Fatalf("Stop took %s for a 1 s deadline", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop still waits 30 s after its 1 s deadline")
+	}
+}
+
 // TestLiveStopLeavesUnstartedRequestsInTheQueue: a request that never got a
 // worker is not acknowledged, so a stop leaves it in the queue for the next
 // server (oslo acknowledges on receipt and drops it); and with
@@ -672,8 +794,15 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+65$`).Match(out) {
-		t.Errorf("the topic consumer's prefetch is not pool + batch = 65:\n%s", out)
+	// pool + batch = 65, but no more than 64 MiB of max_message_size (1 MiB)
+	// messages.
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+64$`).Match(out) {
+		t.Errorf("the topic consumer's prefetch is not min(pool + batch, 64 MiB / 1 MiB) = 64:\n%s", out)
+	}
+	e.opts.Rabbit.MaxMessageSize = 16 << 20
+	if s2, _ := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, NewDispatcher(), nil); s2.prefetch() != 4 ||
+		s2.BufferBound() != 5*16<<20 {
+		t.Errorf("with 16 MiB messages: prefetch %d, bound %d", s2.prefetch(), s2.BufferBound())
 	}
 	c := e.client()
 	tgt := Target{Topic: e.topic}

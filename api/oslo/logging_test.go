@@ -79,6 +79,39 @@ func TestLiveRequestLogLinesCarryRequestIDsAndNoSecrets(t *testing.T) {
 	}
 }
 
+// TestLiveHugeContextValuesAreBoundedInLogs: a call whose request_id is
+// 2 MB (and whose _msg_id, method and an unknown context key are huge as
+// well) fails as it would anyway, but no log line copies those values whole.
+func TestLiveHugeContextValuesAreBoundedInLogs(t *testing.T) {
+	e := newEnv(t)
+	out := newLogWaiter()
+	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.opts.Rabbit.MaxMessageSize = 16 << 20
+	e.startServerLogged(Target{Topic: e.topic}, liveDispatcher(t, newRecorder(), nil), log)
+	replyQ := "reply_" + uuidHex()
+	replies := e.rawReplyQueue(replyQ)
+	huge := strings.Repeat("r", 2<<20)
+	msgID := "m-" + strings.Repeat("m", 1<<20)
+	e.publishRaw(rawCall("no_such_"+strings.Repeat("x", 1<<20), "{}", msgID, replyQ,
+		`, "_context_request_id": "`+huge+`", "_context_`+strings.Repeat("k", 1<<20)+`": 1`))
+	r := waitReply(t, replies, msgID)
+	if got := failureClass(t, r); got != "oslo_messaging.rpc.dispatcher.NoSuchMethod" {
+		t.Fatalf("failure %s", got)
+	}
+	if !out.waitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "unknown context key") }) {
+		t.Fatalf("no line about the unknown key:\n%.2000s", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, line := range lines {
+		if len(line) > 4096 {
+			t.Fatalf("a log line of %d bytes: %.300s", len(line), line)
+		}
+	}
+	if !strings.Contains(out.String(), `"request_id":"rrrr`) {
+		t.Fatalf("the request_id's start is not logged:\n%.2000s", out.String())
+	}
+}
+
 // TestLiveCallWithANonStringMsgIDIsRejectedAndLogged: a call whose _msg_id
 // is a number or an object is not run as a cast with nobody told: it is
 // dropped with an ERROR line, and the server goes on serving. An empty or

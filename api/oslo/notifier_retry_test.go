@@ -93,6 +93,7 @@ func TestLiveNotifierRetryAsOslo(t *testing.T) {
 			e.opts.TransportURL = g.url()
 			e.opts.Rabbit.RetryInterval = 20 * time.Millisecond
 			e.opts.Rabbit.RetryBackoff = 0
+			e.opts.Rabbit.KombuReconnectDelay = 0 // oslo waits it too between dials
 			e.opts.Notifications.Driver = []string{"messagingv2"}
 			e.opts.Notifications.Topics = []string{topic}
 			e.opts.Notifications.Retry = tc.retry

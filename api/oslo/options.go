@@ -46,10 +46,29 @@ type RabbitOptions struct {
 	// unnecessary, it is accepted for configuration compatibility.
 	HeartbeatRate int
 
+	// RetryInterval, RetryBackoff, IntervalMax and KombuReconnectDelay
+	// make the wait between two dials as oslo makes it: after the n-th
+	// failed dial (from 0), min(RetryInterval + n×RetryBackoff,
+	// IntervalMax) + KombuReconnectDelay, then capped at
+	// ReconnectIntervalMax. The first dial after a lost connection is
+	// immediate.
 	RetryInterval       time.Duration // rabbit_retry_interval, default 1s
 	RetryBackoff        time.Duration // rabbit_retry_backoff, default 2s
 	IntervalMax         time.Duration // rabbit_interval_max, default 30s
 	KombuReconnectDelay time.Duration // kombu_reconnect_delay, default 1s
+	// ReconnectIntervalMax is reconnect_interval_max (this conductor's, not
+	// an oslo option): the longest wait between two dials, so that a broker
+	// that is back is found within it, whatever oslo's back-off has grown
+	// to. 0 leaves oslo's schedule uncapped. Default 1s.
+	ReconnectIntervalMax time.Duration
+	// MaxMessageSize is max_message_size (this conductor's, not an oslo
+	// option): an RPC request whose body is larger is never read into
+	// memory. The listener's connection sees the size in the message's
+	// content header, lets the body stream past without keeping it (only
+	// its _msg_id and _reply_q are picked out), and the server answers the
+	// call with InvalidParameterValue. It also bounds what a compressed
+	// request may expand to. Default 1 MiB; 0 or less means the default.
+	MaxMessageSize int64
 	// FailoverShuffle is kombu_failover_strategy = shuffle: each dial goes
 	// to a broker drawn at random instead of the next one in turn.
 	FailoverShuffle bool
@@ -137,6 +156,12 @@ type NotificationOptions struct {
 	Retry int
 }
 
+// DefaultMaxMessageSize is max_message_size's default: far above what
+// magnum-api sends (a cluster or template with its labels, a CSR, the
+// request context with its token: tens of KiB), far below RabbitMQ's own
+// limit (128 MiB), which a conductor's memory should not have to hold.
+const DefaultMaxMessageSize = 1 << 20
+
 // DefaultOptions returns oslo.messaging's defaults with magnum's control
 // exchange.
 func DefaultOptions() Options {
@@ -152,6 +177,8 @@ func DefaultOptions() Options {
 			RetryBackoff:                2 * time.Second,
 			IntervalMax:                 30 * time.Second,
 			KombuReconnectDelay:         time.Second,
+			ReconnectIntervalMax:        time.Second,
+			MaxMessageSize:              DefaultMaxMessageSize,
 			TransientQueuesTTL:          1800 * time.Second,
 			MissingConsumerRetryTimeout: 60 * time.Second,
 			PoolSize:                    30,
@@ -193,6 +220,12 @@ func (o Options) withDefaults() Options {
 	}
 	if r.IntervalMax <= 0 {
 		r.IntervalMax = d.Rabbit.IntervalMax
+	}
+	if r.MaxMessageSize <= 0 {
+		r.MaxMessageSize = d.Rabbit.MaxMessageSize
+	}
+	if r.ReconnectIntervalMax < 0 {
+		r.ReconnectIntervalMax = 0
 	}
 	if r.TransientQueuesTTL <= 0 {
 		r.TransientQueuesTTL = d.Rabbit.TransientQueuesTTL
@@ -263,9 +296,10 @@ func compressionType(name string) (string, error) {
 	return "", fmt.Errorf("oslo: kombu_compression %q is not supported (gzip, zlib; bzip2 is read but sent uncompressed)", name)
 }
 
-// reconnectDelay is how long a consumer waits before dialling again after
-// losing its connection: kombu_reconnect_delay plus a random share of
-// kombu_reconnect_splay.
+// reconnectDelay is how long a consumer waits before consuming again after
+// the broker cancelled it (a deleted queue, a mirrored queue's failover),
+// as oslo reads kombu_reconnect_delay: kombu_reconnect_delay plus a random
+// share of kombu_reconnect_splay.
 func (r RabbitOptions) reconnectDelay() time.Duration {
 	d := r.KombuReconnectDelay
 	if r.KombuReconnectSplay > 0 {

@@ -223,7 +223,7 @@ func (p *publisher) publish(ctx context.Context, m publishing) error {
 				return giveUp(attempt, err)
 			}
 			p.log.Warn("publisher channel unavailable, retrying", "error", err.Error(), "attempt", attempt+1)
-			if err := sleepCtx(ctx, p.d.backoff(attempt)); err != nil {
+			if err := sleepCtx(ctx, p.d.retryWait(attempt)); err != nil {
 				return err
 			}
 			continue
@@ -244,7 +244,7 @@ func (p *publisher) publish(ctx context.Context, m publishing) error {
 		}
 		p.log.Warn("publish failed, retrying", "exchange", m.exchange, "routing_key", m.key,
 			"error", err.Error(), "attempt", attempt+1)
-		if err := sleepCtx(ctx, p.d.backoff(attempt)/4); err != nil {
+		if err := sleepCtx(ctx, p.d.retryWait(attempt)/4); err != nil {
 			return err
 		}
 	}

@@ -73,6 +73,34 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 	}
 }
 
+// TestLiveReconnectsAtOnceAfterConnectionLoss: the first dial after a lost
+// connection is immediate, and the listener declares its queues and
+// consumes before anything else, whatever oslo's back-off options say (here
+// 20 s waits): a cast published right after the loss is served at once
+// (rec.wait gives it 10 s). The old listener waited kombu_reconnect_delay
+// first.
+func TestLiveReconnectsAtOnceAfterConnectionLoss(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Rabbit.KombuReconnectDelay = 20 * time.Second
+	e.opts.Rabbit.RetryInterval = 20 * time.Second
+	e.opts.Rabbit.ReconnectIntervalMax = 0
+	rec := newRecorder()
+	e.startServer(liveDispatcher(t, rec, nil))
+	c := e.client()
+	tgt := Target{Topic: e.topic}
+	if err := c.Cast(userCtx(), tgt, "record", map[string]any{"value": 1, "note": "before"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "before")
+	if n := closeOwnConnections(t); n < 2 {
+		t.Fatalf("closed %d connections, want the listener's and the client's", n)
+	}
+	if err := c.Cast(userCtx(), tgt, "record", map[string]any{"value": 1, "note": "after"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "after")
+}
+
 // TestLiveRedeclaresWhenQueuesAreDeleted: a broker-side queue deletion
 // cancels the consumers (consumer_cancel_notify); server and client
 // redeclare their queues and go on.

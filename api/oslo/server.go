@@ -46,11 +46,28 @@ type ServerOptions struct {
 	// GracePeriod bounds how long Stop waits for in-flight requests when
 	// its ctx has no deadline. Default 60s.
 	GracePeriod time.Duration
+	// TranslateError, when set, turns a method's error into the one the
+	// caller gets (and the log shows) before it becomes a failure: what a
+	// Python service's libraries would have raised for it (oslo.db's
+	// DBConnectionError for a lost database, say), rather than
+	// MagnumException.
+	TranslateError func(error) error
+	// RetryCast, when set, picks the cast errors that say the work could
+	// not be done for now (the database cannot be reached): such a cast is
+	// not acknowledged but returned to its queue after RetryDelay (at once
+	// when the server stops), for this or another conductor to do, instead
+	// of being lost. Its handlers must tell a cast they see again (their
+	// status checks do).
+	RetryCast func(error) bool
+	// RetryDelay is the wait before a cast is returned to its queue.
+	// Default 1s.
+	RetryDelay time.Duration
 }
 
 // Server is an oslo.messaging RPC server on the rabbit driver: it declares
-// and consumes the topic, server and fanout queues of its target, acks each
-// request before dispatching it to a bounded worker pool, and replies
+// and consumes the topic, server and fanout queues of its target, hands
+// each request to a bounded worker pool (acknowledging a call before it
+// runs and a cast once it has run), and replies
 // through a confirm-mode publisher.
 type Server struct {
 	opts   Options
@@ -72,6 +89,7 @@ type Server struct {
 	// <topic>.<server> queue then belongs to this process alone.
 	ownServerQueue bool
 	sem            chan struct{}
+	unacked        sync.WaitGroup // deliveries handed to a worker, not acknowledged yet
 	seenMu         sync.Mutex
 	seen           []string // last 16 _unique_id
 
@@ -113,6 +131,9 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 	if sopts.GracePeriod <= 0 {
 		sopts.GracePeriod = 60 * time.Second
 	}
+	if sopts.RetryDelay <= 0 {
+		sopts.RetryDelay = time.Second
+	}
 	if opts.Rabbit.QuorumQueue && opts.Rabbit.HAQueues {
 		return nil, errors.New("oslo: rabbit_quorum_queue and rabbit_ha_queues are both enabled")
 	}
@@ -139,6 +160,7 @@ func NewServer(opts Options, sopts ServerOptions, target Target, disp *Dispatche
 		ready:          make(chan struct{}),
 		loopDone:       make(chan struct{}),
 	}
+	s.listenDialer.limit = newBodyLimit(opts.Rabbit.MaxMessageSize)
 	s.workers = &workerPool{}
 	return s, nil
 }
@@ -168,16 +190,25 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
+// loop connects, declares and consumes until Stop. A connection that was
+// consuming when it was lost is dialled again at once: until the queues
+// are declared again, a cast to a queue that did not survive the broker
+// (not durable) would be dropped. A connection that failed before it
+// consumed (a declaration refused while a broker node starts) is tried
+// again after the dial back-off, and a consumer the broker cancelled (its
+// queue deleted) after kombu_reconnect_delay, as oslo waits.
 func (s *Server) loop() {
 	defer close(s.loopDone)
 	readyOnce := sync.Once{}
+	failed := 0
 	for {
 		conn, err := s.listenDialer.connect(s.runCtx)
 		if err != nil {
 			readyOnce.Do(func() { s.readyErr = err; close(s.ready) })
 			return
 		}
-		err = s.serveConn(conn, func() { readyOnce.Do(func() { close(s.ready) }) })
+		consumed := false
+		err = s.serveConn(conn, func() { consumed = true; readyOnce.Do(func() { close(s.ready) }) })
 		if err == nil {
 			return // stopped
 		}
@@ -186,19 +217,44 @@ func (s *Server) loop() {
 			return
 		default:
 		}
-		s.log.Error("RPC listener lost its connection, reconnecting", "error", err.Error())
-		_ = sleepCtx(s.runCtx, s.opts.Rabbit.reconnectDelay())
+		var wait time.Duration
+		switch {
+		case errors.Is(err, errConsumerCancelled):
+			wait, failed = s.opts.Rabbit.reconnectDelay(), 0
+		case consumed:
+			failed = 0
+		default:
+			wait = s.listenDialer.retryWait(failed)
+			failed++
+		}
+		s.log.Error("RPC listener lost its connection, reconnecting", "error", err.Error(), "retry_in", wait.String())
+		_ = sleepCtx(s.runCtx, wait)
 	}
 }
 
+// errConsumerCancelled is a consumer the broker cancelled while the
+// connection stayed up.
+var errConsumerCancelled = errors.New("the broker cancelled the consumer")
+
+// declare declares the exchanges and the topic, server and fanout queues,
+// as oslo does, with one difference: a server queue whose name was drawn
+// here (no later process can consume it) expires after
+// rabbit_transient_queues_ttl unused, like the fanout queue, so that a
+// conductor killed without its Stop does not leave it behind for ever.
+// Nobody else declares it (magnum-api publishes to the exchange only), so
+// the argument cannot clash.
 func (s *Server) declare(ch *amqp.Channel) error {
 	r := s.opts.Rabbit
 	t := s.target
-	for _, q := range []string{t.Topic, t.Topic + "." + t.Server} {
+	for i, q := range []string{t.Topic, t.Topic + "." + t.Server} {
 		if err := ch.ExchangeDeclare(t.Exchange, "topic", r.durable(), r.AMQPAutoDelete, false, false, nil); err != nil {
 			return fmt.Errorf("declaring exchange %s: %w", t.Exchange, err)
 		}
-		if _, err := ch.QueueDeclare(q, r.durable(), r.AMQPAutoDelete, false, false, amqp.Table(r.queueArgs(0, true))); err != nil {
+		var ttl time.Duration
+		if i == 1 && s.ownServerQueue {
+			ttl = r.TransientQueuesTTL
+		}
+		if _, err := ch.QueueDeclare(q, r.durable(), r.AMQPAutoDelete, false, false, amqp.Table(r.queueArgs(ttl, true))); err != nil {
 			return fmt.Errorf("declaring queue %s: %w", q, err)
 		}
 		if err := ch.QueueBind(q, q, t.Exchange, false, nil); err != nil {
@@ -221,60 +277,37 @@ func (s *Server) declare(ch *amqp.Channel) error {
 	return nil
 }
 
-// acker acknowledges deliveries (an *amqp.Channel).
-type acker interface {
-	Ack(tag uint64, multiple bool) error
-}
-
-// ackState acknowledges exactly the deliveries the listener has received,
-// as oslo does one by one, with one multiple=true ack per run of
-// consecutive tags. The channel's three consumers hand their deliveries
-// over separately, so tags can arrive out of order: a multiple ack past a
-// gap would also acknowledge a delivery still in the client library's
-// buffers (lost if the channel closed before it arrived), and
-// acknowledging a tag twice is an error that closes the channel.
-type ackState struct {
-	upTo  uint64          // every tag up to this one is acknowledged
-	early map[uint64]bool // tags past a gap, acknowledged one by one
-}
-
-func (a *ackState) ack(ch acker, tags []uint64) error {
-	slices.Sort(tags)
-	var multi uint64
-	for _, t := range tags {
-		if t != a.upTo+1 {
-			// An earlier delivery is still on its way.
-			if err := ch.Ack(t, false); err != nil {
-				return err
-			}
-			if a.early == nil {
-				a.early = map[uint64]bool{}
-			}
-			a.early[t] = true
-			continue
-		}
-		a.upTo, multi = t, t
-		for a.early[a.upTo+1] {
-			delete(a.early, a.upTo+1)
-			a.upTo++
-		}
-	}
-	if multi == 0 {
-		return nil
-	}
-	return ch.Ack(multi, true)
-}
-
 // prefetch is rabbit_qos_prefetch_count, or when that is 0 (oslo's default:
-// no limit) the worker pool plus one batch. Unlike oslo, which lets the
-// broker push a whole backlog into a busy conductor's memory, the messages a
-// conductor cannot start yet stay in the queue, where another conductor can
-// take them and where they survive this one's restart.
+// no limit) the worker pool plus one batch, but no more messages than
+// prefetchBudget holds at max_message_size each. Unlike oslo, which lets
+// the broker push a whole backlog into a busy conductor's memory, the
+// messages a conductor cannot start yet stay in the queue, where another
+// conductor can take them and where they survive this one's restart.
+//
+// The unacknowledged messages the broker may send are those waiting for a
+// worker and the casts running (a call is acknowledged when it starts):
+// they hold at most prefetch × max_message_size bytes, and the calls
+// running one message each at most.
 func (s *Server) prefetch() int {
 	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
 		return n
 	}
-	return cap(s.sem) + maxBatch
+	n := cap(s.sem) + maxBatch
+	if byBytes := int(max(1, prefetchBudget/s.opts.Rabbit.MaxMessageSize)); byBytes < n {
+		n = byBytes
+	}
+	return n
+}
+
+// prefetchBudget bounds the bytes of the messages a listener holds before
+// they start (with the default prefetch).
+const prefetchBudget = 64 << 20
+
+// BufferBound is the most bytes of request bodies the server holds at once:
+// those waiting for a worker (prefetch) and those running (one per worker),
+// each at most max_message_size.
+func (s *Server) BufferBound() int64 {
+	return int64(s.prefetch()+cap(s.sem)) * s.opts.Rabbit.MaxMessageSize
 }
 
 // maxBatch is how many buffered deliveries the listener takes at once.
@@ -306,9 +339,9 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			return fmt.Errorf("consuming %s: %w", q, err)
 		}
 	}
-	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue)
+	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue,
+		"prefetch", s.prefetch(), "max_message_size", s.opts.Rabbit.MaxMessageSize)
 	onReady()
-	var acks ackState // of ch
 	for {
 		var d amqp.Delivery
 		var ok bool
@@ -324,6 +357,16 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		case <-s.stopping:
 			for i := range queues {
 				_ = ch.Cancel(fmt.Sprint(i+1), false)
+			}
+			// Casts are acknowledged once handled: keep the channel until
+			// those running are (or Stop gives up on them), so that a
+			// clean stop does not hand them to another conductor again.
+			drained := make(chan struct{})
+			go func() { s.unacked.Wait(); close(drained) }()
+			select {
+			case <-drained:
+			case <-s.runCtx.Done():
+			case <-connClosed:
 			}
 			// Like oslo, a stream fanout queue (shared by every server) and
 			// a queue manager's (reused after a restart) are left to
@@ -345,10 +388,10 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			return nil
 		}
 		if !ok {
-			return errors.New("consumer channel closed")
+			return consumerGone(conn)
 		}
-		// Take whatever else is already buffered: the messages that get a
-		// worker are acknowledged with one multiple ack, then run.
+		// Take whatever else is already buffered, for as many as get a
+		// worker at once.
 		batch := append(make([]amqp.Delivery, 0, 8), d)
 	drain:
 		for len(batch) < maxBatch {
@@ -364,11 +407,20 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			}
 			batch = append(batch, d)
 		}
-		s.receive(ch, &acks, batch)
+		s.receive(batch)
 		if !ok {
-			return errors.New("consumer channel closed")
+			return consumerGone(conn)
 		}
 	}
+}
+
+// consumerGone is why a consumer's deliveries ended: the connection, or a
+// cancel from the broker while the connection stayed up.
+func consumerGone(conn *amqp.Connection) error {
+	if conn.IsClosed() {
+		return errors.New("connection closed")
+	}
+	return errConsumerCancelled
 }
 
 // fanoutQueueName is the server's fanout queue: one stream per topic with
@@ -409,6 +461,13 @@ func (s *Server) noteStreamOffset(d amqp.Delivery) {
 	}
 }
 
+// forget removes id from the _unique_id seen.
+func (s *Server) forget(id string) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	s.seen = slices.DeleteFunc(s.seen, func(seen string) bool { return seen == id })
+}
+
 func (s *Server) isDuplicate(id string) bool {
 	if id == "" {
 		return false
@@ -427,14 +486,19 @@ func (s *Server) isDuplicate(id string) bool {
 	return false
 }
 
-// receive runs on the listener goroutine. A message is acknowledged once it
-// has a worker slot, just before it runs: before anything runs, as oslo
-// does, but a message still waiting for a slot is not acknowledged, so that
-// a stop or a lost connection returns it to the queue (for another
-// conductor) instead of dropping it. Slots are taken for as many messages
-// of the batch as are free, and those are acknowledged together. Decoding
+// receive runs on the listener goroutine: each message of the batch that
+// gets a worker slot is handed to a worker (a message still waiting for a
+// slot is not acknowledged, so that a stop or a lost connection returns it
+// to the queue, for another conductor, instead of dropping it). Decoding
 // happens on the worker so that the listener does no per-message CPU work.
-func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
+//
+// The worker acknowledges the message (see serve): a call before it runs,
+// as oslo does (run twice, it would answer twice, or fail the second time
+// with the caller waiting); a cast only once it has been handled, so that a
+// conductor killed while it handles one does not lose it: the broker
+// delivers it again, to another conductor, whose handler's status checks
+// see what the first one did (a cast is served at least once).
+func (s *Server) receive(batch []amqp.Delivery) {
 	for len(batch) > 0 {
 		if !s.takeSlot() {
 			s.log.Info("stopping: RPC requests not started are left to the broker", "count", len(batch))
@@ -450,25 +514,28 @@ func (s *Server) receive(ch acker, acks *ackState, batch []amqp.Delivery) {
 				break free
 			}
 		}
-		tags := make([]uint64, n)
-		for i, d := range batch[:n] {
-			tags[i] = d.DeliveryTag
-		}
-		if err := acks.ack(ch, tags); err != nil {
-			for range n {
-				<-s.sem
-			}
-			s.log.Warn("acknowledging RPC requests failed; the broker delivers them again", "error", err.Error(),
-				"count", len(batch))
-			return
-		}
 		for _, d := range batch[:n] {
 			s.noteStreamOffset(d)
 			s.inflight.Add(1)
-			body, compression := d.Body, compressionOf(d.Headers)
-			s.workers.run(func() { s.serve(body, compression) })
+			s.unacked.Add(1)
+			s.workers.run(func() { s.serve(d) })
 		}
 		batch = batch[n:]
+	}
+}
+
+// ack acknowledges d once. An acknowledgement that cannot be sent (the
+// channel went with its connection) leaves the message to the broker,
+// which delivers it again.
+func (s *Server) ack(d amqp.Delivery, done *bool) {
+	if *done {
+		return
+	}
+	*done = true
+	defer s.unacked.Done()
+	if err := d.Ack(false); err != nil {
+		s.log.Warn("acknowledging an RPC request failed; the broker delivers it again", "error", err.Error(),
+			"delivery_tag", d.DeliveryTag)
 	}
 }
 
@@ -489,10 +556,14 @@ func (s *Server) takeSlot() bool {
 }
 
 // serve decodes and handles one request that holds a worker slot and an
-// inflight count, and releases both.
-func (s *Server) serve(body []byte, compression string) {
+// inflight count, acknowledges it (a call before it runs, anything else
+// once served), and releases both.
+func (s *Server) serve(d amqp.Delivery) {
 	defer s.inflight.Done()
 	defer func() { <-s.sem }()
+	acked := false
+	defer s.ack(d, &acked)
+	body, compression := d.Body, compressionOf(d.Headers)
 	// The method's own panics are turned into failure replies by dispatch;
 	// this catches any other (decoding, encoding the reply) so that one
 	// message can never take the process down.
@@ -502,8 +573,12 @@ func (s *Server) serve(body []byte, compression string) {
 				"size", len(body), "stack", string(debug.Stack()))
 		}
 	}()
+	if o, ok := s.listenDialer.limit.parse(body); ok {
+		s.rejectOversized(o)
+		return
+	}
 	if compression != "" {
-		plain, err := decompress(body, compression)
+		plain, err := decompress(body, compression, s.opts.Rabbit.MaxMessageSize)
 		if err != nil {
 			// Without the body there is no _reply_q to answer to.
 			s.log.Error("dropping an RPC message that cannot be decompressed", "error", err.Error(),
@@ -517,11 +592,54 @@ func (s *Server) serve(body []byte, compression string) {
 		s.rejectUndecodable(err, len(body))
 		return
 	}
+	if req.MsgID != "" {
+		s.ack(d, &acked)
+	}
 	if s.isDuplicate(req.UniqueID) {
-		s.log.Warn("ignoring duplicate message", "unique_id", req.UniqueID, "msg_id", req.MsgID)
+		s.log.Warn("ignoring duplicate message", "unique_id", request.Bound(req.UniqueID), "msg_id", request.Bound(req.MsgID))
 		return
 	}
-	s.handle(req)
+	if err := s.handle(req); err != nil && req.MsgID == "" && s.sopts.RetryCast != nil && s.sopts.RetryCast(err) {
+		s.retryLater(d, &acked, req, err)
+	}
+}
+
+// retryLater returns a cast to its queue (negatively acknowledged, to be
+// delivered again) after RetryDelay, or at once when the server stops.
+func (s *Server) retryLater(d amqp.Delivery, acked *bool, req *Request, err error) {
+	method, _ := req.MethodName()
+	s.log.Warn("cast not done for now; returned to its queue to be tried again", "method", request.Bound(method),
+		"error", logText(err.Error()), "retry_in", s.sopts.RetryDelay.String(), "redelivered", d.Redelivered)
+	t := time.NewTimer(s.sopts.RetryDelay)
+	select {
+	case <-t.C:
+	case <-s.stopping:
+		t.Stop()
+	}
+	s.forget(req.UniqueID) // its next delivery is no duplicate
+	*acked = true
+	defer s.unacked.Done()
+	if nerr := d.Nack(false, true); nerr != nil {
+		s.log.Warn("returning a cast to its queue failed; the broker delivers it again", "error", nerr.Error(),
+			"delivery_tag", d.DeliveryTag)
+	}
+}
+
+// rejectOversized answers a request whose body the listener did not read
+// (larger than max_message_size) with InvalidParameterValue, when it is a
+// call whose reply queue could be read, and logs it.
+func (s *Server) rejectOversized(o *oversized) {
+	limit := s.opts.Rabbit.MaxMessageSize
+	log := s.log.With("size", o.Size, "max_message_size", limit, "msg_id", o.MsgID, "reply_q", o.ReplyQ)
+	if o.MsgID == "" || o.ReplyQ == "" {
+		log.Error("dropping an RPC message larger than max_message_size, unread; no reply possible")
+		return
+	}
+	log.Error("refusing an RPC call larger than max_message_size, unread")
+	err := exception.InvalidParameterValue(fmt.Sprintf(
+		"The RPC message is %d bytes, more than the conductor accepts ([oslo_messaging_rabbit] max_message_size = %d bytes).",
+		o.Size, limit))
+	s.reply(&Request{MsgID: o.MsgID, ReplyQ: o.ReplyQ, UniqueID: o.UniqueID}, nil, err, log)
 }
 
 func (s *Server) rejectUndecodable(err error, size int) {
@@ -530,26 +648,28 @@ func (s *Server) rejectUndecodable(err error, size int) {
 		s.log.Error("dropping undecodable RPC message", "error", err.Error(), "size", size)
 		return
 	}
-	s.log.Error("rejecting undecodable RPC message", "error", err.Error(), "size", size, "msg_id", de.Request.MsgID)
+	s.log.Error("rejecting undecodable RPC message", "error", err.Error(), "size", size, "msg_id", request.Bound(de.Request.MsgID))
 	s.reply(de.Request, nil, de.Failure, s.log)
 }
 
-func (s *Server) handle(req *Request) {
+// handle runs a decoded request and replies to a call. It returns the
+// method's error, as the caller got it.
+func (s *Server) handle(req *Request) error {
 	rc := request.FromWire(req.Context)
 	ctx := request.With(s.workCtx, rc)
 	method, _ := req.MethodName()
-	log := lazyWith(s.log, append([]any{"method", method, "msg_id", req.MsgID}, rc.LogAttrs()...))
+	log := lazyWith(s.log, append([]any{"method", request.Bound(method), "msg_id", request.Bound(req.MsgID)}, rc.LogAttrs()...))
 	for k := range req.Context {
 		if !knownContextKey(k) {
-			log.Debug("request carries an unknown context key", "key", k)
+			log.Debug("request carries an unknown context key", "key", request.Bound(k))
 		}
 	}
 	if req.BadMsgID {
 		// Run as a cast, it would act with nobody told; a reply keyed by
 		// a _msg_id no oslo caller sends would reach nobody either.
 		log.Error("rejecting RPC call whose _msg_id is not a string; not run, no reply possible",
-			"reply_q", req.ReplyQ)
-		return
+			"reply_q", request.Bound(req.ReplyQ))
+		return nil
 	}
 
 	var stopHB func()
@@ -561,27 +681,31 @@ func (s *Server) handle(req *Request) {
 	if stopHB != nil {
 		stopHB()
 	}
+	if err != nil && s.sopts.TranslateError != nil {
+		err = s.sopts.TranslateError(err)
+	}
 	if err != nil {
 		var e *exception.Error
 		raised := errors.As(err, &e)
 		switch {
-		case raised && e.Module == exception.ModuleMagnum && e.Code >= 500:
+		case raised && (e.Module == exception.ModuleMagnum && e.Code >= 500 || e.Module == exception.ModuleOsloDB):
 			// A server-side failure (the database, a driver, a wrapped
 			// unexpected error), not an answer such as ClusterNotFound.
-			log.Error("RPC method failed", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
+			log.Error("RPC method failed", "class", e.Module+"."+e.Class, "error", logText(e.Message), "duration", time.Since(start).String())
 		case raised:
-			log.Info("RPC method raised", "class", e.Module+"."+e.Class, "error", e.Message, "duration", time.Since(start).String())
+			log.Info("RPC method raised", "class", e.Module+"."+e.Class, "error", logText(e.Message), "duration", time.Since(start).String())
 		default:
-			log.Error("RPC method failed", "error", err.Error(), "duration", time.Since(start).String())
+			log.Error("RPC method failed", "error", logText(err.Error()), "duration", time.Since(start).String())
 		}
 	} else {
 		log.Debug("RPC method done", "duration", time.Since(start).String())
 	}
 	if req.MsgID == "" {
 		pyjson.Release(result)
-		return
+		return err
 	}
 	s.reply(req, result, err, log)
+	return err
 }
 
 // dispatch runs the method with panic recovery.
@@ -682,7 +806,7 @@ func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 		return
 	}
 	if s.replyQueueObsolete(req.ReplyQ) {
-		log.Info("reply queue is gone; not replying", "reply_q", req.ReplyQ)
+		log.Info("reply queue is gone; not replying", "reply_q", request.Bound(req.ReplyQ))
 		pyjson.Release(result)
 		return
 	}
@@ -713,21 +837,21 @@ func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 		}()
 	default:
 		pyjson.Release(result)
-		log.Error("sending reply failed", "error", perr.Error(), "reply_q", req.ReplyQ)
+		log.Error("sending reply failed", "error", perr.Error(), "reply_q", request.Bound(req.ReplyQ))
 	}
 }
 
 func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logger) {
 	deadline := time.Now().Add(s.opts.Rabbit.MissingConsumerRetryTimeout)
 	for {
-		log.Debug("reply could not be sent due to a missing queue, retrying", "reply_q", req.ReplyQ)
+		log.Debug("reply could not be sent due to a missing queue, retrying", "reply_q", request.Bound(req.ReplyQ))
 		if sleepCtx(s.pubCtx, 250*time.Millisecond) != nil {
 			return
 		}
 		if time.Now().After(deadline) {
 			s.markObsolete(req.ReplyQ)
 			log.Error(fmt.Sprintf("The reply %s failed to send after %d seconds due to a missing queue (%s). Abandoning...",
-				req.MsgID, int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), req.ReplyQ))
+				request.Bound(req.MsgID), int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), request.Bound(req.ReplyQ)))
 			return
 		}
 		body, berr := buildReply(nil, req.MsgID, result, err)
@@ -749,7 +873,12 @@ func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logge
 
 // Stop stops consuming (deleting the server's fanout queue), waits for
 // in-flight requests until ctx ends (or the grace period if ctx has no
-// deadline), then cancels what is left and closes the connections.
+// deadline), then cancels what is left (handlers, replies being retried),
+// gives the cancelled handlers cancelWait to record how they ended, and
+// closes the connections. Whatever is pending (a handler that ignores its
+// cancellation, a broker that does not answer the listener's cancels or
+// the close), Stop returns by ctx's deadline plus cancelWait; what has not
+// finished by then is left to the process's exit.
 func (s *Server) Stop(ctx context.Context) error {
 	if !s.started {
 		return nil
@@ -759,36 +888,76 @@ func (s *Server) Stop(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, s.sopts.GracePeriod)
 		defer cancel()
 	}
+	dl, _ := ctx.Deadline()
+	late := dl.Add(cancelWait) // the waits once ctx has ended
 	s.stopOnce.Do(func() { close(s.stopping) })
 	var err error
-	select {
-	case <-s.loopDone:
-	case <-ctx.Done():
+	if waitCtx(ctx, s.loopDone) != nil {
 		// The listener is slow to let go (the broker does not answer its
-		// cancels): release the handlers before waiting for it.
+		// cancels): it is waited for again below, after the handlers.
 		err = ctx.Err()
-		s.workCancel()
 	}
 	s.runCancel()
-	<-s.loopDone
 
 	idle := make(chan struct{})
 	go func() { s.inflight.Wait(); close(idle) }()
-	select {
-	case <-idle:
-	case <-ctx.Done():
+	if waitCtx(ctx, idle) != nil {
 		s.log.Warn("grace period over; canceling in-flight RPC requests")
 		err = ctx.Err()
 		s.workCancel()
 		s.pubCancel()
-		<-idle
+		if !waitUntil(idle, late) {
+			s.log.Error("in-flight RPC requests did not end when canceled; leaving them to the process's exit")
+		}
 	}
 	s.workCancel()
 	s.pubCancel()
-	s.pub.close()
+	if !waitUntil(s.loopDone, late) {
+		s.log.Error("the RPC listener did not let go of its connection; leaving it to the process's exit")
+	}
+	closed := make(chan struct{})
+	go func() { s.pub.close(); close(closed) }()
+	if !waitUntil(closed, late) {
+		s.log.Error("the reply connection did not close; leaving it to the process's exit")
+	}
 	s.log.Info("RPC server stopped")
 	return err
 }
+
+// cancelWait is how long past its deadline Stop waits for what it canceled
+// or closed.
+const cancelWait = 500 * time.Millisecond
+
+// waitCtx waits for done until ctx ends.
+func waitCtx(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitUntil waits for done until t, and reports whether it came.
+func waitUntil(done <-chan struct{}, t time.Time) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// logText bounds an error message for the log: it may quote what the
+// caller sent (a method name, an argument).
+func logText(s string) string { return request.BoundTo(s, 1024) }
 
 // knownContextKey reports whether k is one of the context keys magnum
 // sends (15.0.1 to master), or osprofiler's trace_info.

@@ -77,15 +77,35 @@ func TestQueueArgumentsAsOslo(t *testing.T) {
 	}
 }
 
-func TestBackoffAsKombu(t *testing.T) {
-	d := &dialer{opts: DefaultOptions().Rabbit}
-	var got []time.Duration
-	for n := 0; n < 18; n += 4 {
-		got = append(got, d.backoff(n))
+// TestRetryWaitAsOsloCappedLow: the wait between two dials grows as oslo
+// grows it from rabbit_retry_interval, rabbit_retry_backoff,
+// rabbit_interval_max and kombu_reconnect_delay, but never past
+// reconnect_interval_max (1 s by default), so that a broker that is back is
+// found at once, whatever the back-off had grown to; reconnect_interval_max
+// = 0 gives oslo's schedule.
+func TestRetryWaitAsOsloCappedLow(t *testing.T) {
+	waits := func(r RabbitOptions) []time.Duration {
+		d := &dialer{opts: r}
+		var got []time.Duration
+		for n := 0; n < 18; n += 4 {
+			got = append(got, d.retryWait(n))
+		}
+		return got
 	}
-	want := []time.Duration{time.Second, 9 * time.Second, 17 * time.Second, 25 * time.Second, 30 * time.Second}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v", got)
+	r := DefaultOptions().Rabbit
+	if got, want := waits(r), []time.Duration{time.Second, time.Second, time.Second, time.Second, time.Second}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("default: got %v, want %v", got, want)
+	}
+	r.ReconnectIntervalMax = 0
+	want := []time.Duration{2 * time.Second, 10 * time.Second, 18 * time.Second, 26 * time.Second, 31 * time.Second}
+	if got := waits(r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("oslo's schedule: got %v, want %v", got, want)
+	}
+	r.ReconnectIntervalMax = 5 * time.Second
+	r.KombuReconnectDelay = 0
+	want = []time.Duration{time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}
+	if got := waits(r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("capped at 5 s: got %v, want %v", got, want)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Context is the request context of one RPC request, or of a periodic task.
@@ -200,21 +202,45 @@ func (c *Context) userIdentity() string {
 }
 
 // LogAttrs returns the slog key/value pairs that identify the request on every
-// log line about it. It never includes secrets.
+// log line about it. It never includes secrets, and each value is bounded
+// (see Bound): they come from the caller, and a 2 MB request_id must not
+// be copied into every line.
 func (c *Context) LogAttrs() []any {
 	if c == nil {
 		return nil
 	}
-	attrs := []any{"request_id", c.RequestID, "global_request_id", c.GlobalRequestID,
-		"user_id", c.UserID, "project_id", c.ProjectID}
+	attrs := []any{"request_id", Bound(c.RequestID), "global_request_id", Bound(c.GlobalRequestID),
+		"user_id", Bound(c.UserID), "project_id", Bound(c.ProjectID)}
 	// The rest of oslo.log's user identity, when known.
 	for _, kv := range [...][2]string{{"domain_id", c.DomainID}, {"user_domain_id", c.UserDomainID},
 		{"project_domain_id", c.ProjectDomain}} {
 		if kv[1] != "" {
-			attrs = append(attrs, kv[0], kv[1])
+			attrs = append(attrs, kv[0], Bound(kv[1]))
 		}
 	}
 	return attrs
+}
+
+// MaxLogValue is the most bytes of a caller's value Bound keeps: ids are
+// 32 to 40 bytes ("req-" and a UUID).
+const MaxLogValue = 128
+
+// Bound returns s for a log line: as it is up to MaxLogValue bytes, else
+// cut there (on a character boundary) and marked with how much was left
+// out.
+func Bound(s string) string { return BoundTo(s, MaxLogValue) }
+
+// BoundTo is Bound with a bound of n bytes, for longer texts made from a
+// caller's values (an error message naming them).
+func BoundTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "...(" + strconv.Itoa(len(s)-cut) + " more bytes)"
 }
 
 type ctxKey struct{}

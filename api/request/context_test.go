@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestLogAttrsIdentifyTheRequestWithoutSecrets: the request ids and the user
@@ -20,5 +21,25 @@ func TestLogAttrsIdentifyTheRequestWithoutSecrets(t *testing.T) {
 	}
 	if (*Context)(nil).LogAttrs() != nil {
 		t.Error("a nil context has attributes")
+	}
+}
+
+// TestLogAttrsBoundWhatTheCallerSent: the values come from the caller; a
+// 2 MB request_id is cut, saying how much was left out, and a value cut in
+// the middle of a character keeps valid UTF-8.
+func TestLogAttrsBoundWhatTheCallerSent(t *testing.T) {
+	huge := "req-" + strings.Repeat("é", 1<<20)
+	c := &Context{RequestID: huge, GlobalRequestID: "req-g", UserID: strings.Repeat("u", MaxLogValue)}
+	attrs := c.LogAttrs()
+	id := attrs[1].(string)
+	if len(id) > MaxLogValue+32 || !strings.HasPrefix(id, "req-éé") || !strings.HasSuffix(id, " more bytes)") ||
+		!utf8.ValidString(id) {
+		t.Fatalf("request_id logged as %d bytes: %.200q", len(id), id)
+	}
+	if attrs[3] != "req-g" || attrs[5] != strings.Repeat("u", MaxLogValue) {
+		t.Fatalf("values within the bound were changed: %v", attrs[2:6])
+	}
+	if got := Bound(strings.Repeat("x", MaxLogValue+10)); got != strings.Repeat("x", MaxLogValue)+"...(10 more bytes)" {
+		t.Fatalf("Bound = %q", got)
 	}
 }

@@ -45,11 +45,18 @@ func (g *globals) connect(ctx context.Context) (*session, context.Context, conte
 	if g.topic != "" {
 		topic = g.topic
 	}
-	client, err := oslo.NewClient(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
+	ctx, cancel := context.WithTimeout(contextFrom(ctx, g), g.timeout)
+	// Calls and casts wait for the broker until --timeout, as oslo's do;
+	// a command line tool should rather say at once that it is unreachable.
+	if err := oslo.Reachable(ctx, opts); err != nil {
+		cancel()
 		return nil, nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(contextFrom(ctx, g), g.timeout)
+	client, err := oslo.NewClient(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
 	return &session{api: conductorapi.New(client, topic), client: client, topic: topic}, ctx, cancel, nil
 }
 
@@ -163,6 +170,8 @@ func explain(err error) string {
 			hint = "the conductor does not serve this method or version"
 		case ee.Class == "NotImplementedError":
 			hint = "the conductor does not implement this feature"
+		case ee.Module == exception.ModuleOsloDB && ee.Class == "DBConnectionError":
+			hint = "the conductor cannot reach its database"
 		}
 		line := fmt.Sprintf("%s.%s: %s", ee.Module, ee.Class, ee.Message)
 		if hint != "" {

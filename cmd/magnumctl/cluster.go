@@ -71,7 +71,9 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 	f.StringVar(&labels, "labels", "", "labels as key=value,... merged over the template's")
 	f.IntVar(&masters, "master-count", 1, "number of masters")
 	f.IntVar(&nodes, "node-count", 1, "number of workers")
-	f.IntVar(&timeout, "timeout", 60, "create timeout in minutes")
+	// Not --timeout: that is the global flag (how long to wait for the
+	// conductor), which a local flag of the same name would hide.
+	f.IntVar(&timeout, "create-timeout", 60, "create timeout in minutes (the cluster's create_timeout)")
 	f.BoolVar(&wait, "wait", false, "watch the status until the operation ends")
 	_ = c.MarkFlagRequired("name")
 	_ = c.MarkFlagRequired("template")

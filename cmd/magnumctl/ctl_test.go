@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/oslo"
@@ -68,6 +71,7 @@ func TestExplainNamesTheFailureAndItsMeaning(t *testing.T) {
 		{exception.New("ClusterAlreadyExists", map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
 		{&oslo.TimeoutError{Method: "ping_conductor", After: time.Second}, []string{"is magnum-conductor running"}},
 		{exception.NotImplemented("This feature is not yet implemented."), []string{"builtins.NotImplementedError", "does not implement"}},
+		{exception.DBConnectionError("db: x: connection refused", nil), []string{"oslo_db.exception.DBConnectionError", "cannot reach its database"}},
 		{fmt.Errorf("plain"), []string{"plain"}},
 	}
 	for _, tt := range tests {
@@ -80,6 +84,36 @@ func TestExplainNamesTheFailureAndItsMeaning(t *testing.T) {
 	}
 }
 
+// TestNoFlagShadowsAGlobalOne: a subcommand's own flag with the name of a
+// global flag hides it (cobra parses the local one), so that
+// `magnumctl cluster create --timeout 90s` would be read as minutes, or
+// refused, instead of bounding the wait for the conductor.
+func TestNoFlagShadowsAGlobalOne(t *testing.T) {
+	real := rootCommand(&globals{})
+	global := map[string]bool{}
+	real.PersistentFlags().VisitAll(func(f *pflag.Flag) { global[f.Name] = true })
+	if !global["timeout"] {
+		t.Fatal("the global flags were not found")
+	}
+	var walk func(c *cobra.Command)
+	checked := 0
+	walk = func(c *cobra.Command) {
+		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			checked++
+			if global[f.Name] {
+				t.Errorf("%q has its own --%s, which hides the global one", c.CommandPath(), f.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(real)
+	if checked == 0 {
+		t.Fatal("no subcommand flag was checked")
+	}
+}
+
 func TestUUIDIsVersion4(t *testing.T) {
 	u := newUUID()
 	if !looksLikeUUID(u) || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) {
@@ -87,6 +121,31 @@ func TestUUIDIsVersion4(t *testing.T) {
 	}
 	if u == newUUID() {
 		t.Fatal("two uuids are equal")
+	}
+}
+
+// TestUnreachableBrokerFailsAtOnce: with no broker listening, a command
+// fails with the dial's reason instead of waiting for its --timeout (a
+// minute by default) as calls and casts do; a cast as much as a call.
+func TestUnreachableBrokerFailsAtOnce(t *testing.T) {
+	for _, args := range [][]string{{"conductor", "ping"}, {"cluster", "delete", "c0ffee00-0000-4000-8000-000000000000"}} {
+		done := make(chan struct{})
+		var stdout, stderr bytes.Buffer
+		code := 0
+		go func() {
+			defer close(done)
+			code = execute(context.Background(), append([]string{"--config-file", os.DevNull,
+				"--transport-url", "rabbit://guest:secret@127.0.0.1:1/", "--timeout", "10m"}, args...), &stdout, &stderr)
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%v: still waiting after a minute with --timeout 10m", args)
+		}
+		if code == 0 || !strings.Contains(stderr.String(), "connection refused") || !strings.Contains(stderr.String(), "127.0.0.1:1") ||
+			strings.Contains(stderr.String(), "secret") {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
 	}
 }
 

@@ -35,7 +35,23 @@ type globals struct {
 }
 
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{out: stdout}
+	root := rootCommand(&globals{out: stdout})
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "magnumctl: "+explain(err))
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// rootCommand is magnumctl with its global flags and every command.
+func rootCommand(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "magnumctl",
 		Short:         "Operate magnum-conductor over its RPC topic",
@@ -68,18 +84,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f.StringVar(&g.userID, "user-id", "", "user the request is made for")
 
 	root.AddCommand(serviceCmd(g), conductorCmd(g), templateCmd(g), clusterCmd(g), nodegroupCmd(g), caCmd(g))
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "magnumctl: "+explain(err))
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
-	}
-	return 0
+	return root
 }
 
 // usageError is a mistake in the command line.

@@ -40,6 +40,7 @@ func From(cfg *config.Config) oslo.Options {
 		Compression: r.KombuCompression,
 		PoolSize:    r.RPCConnPoolSize, PoolMinSize: r.ConnPoolMinSize, PoolTTL: r.ConnPoolTTL,
 		LoginMethod: r.RabbitLoginMethod, NoDirectMandatory: !r.DirectMandatoryFlag,
+		ReconnectIntervalMax: r.ReconnectIntervalMax, MaxMessageSize: int64(r.MaxMessageSize),
 	}
 	o.Notifications = oslo.NotificationOptions{
 		Driver: cfg.Notifications.Driver, Topics: cfg.Notifications.Topics, TransportURL: cfg.Notifications.TransportURL,

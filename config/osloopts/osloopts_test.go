@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/oslo"
 	"github.com/openstack/magnum-conductor/config"
 )
 
@@ -105,5 +106,31 @@ func TestLoginMethodAndDirectMandatoryReachTheTransport(t *testing.T) {
 	}
 	if r := From(def).Rabbit; r.LoginMethod != "AMQPLAIN" || r.NoDirectMandatory {
 		t.Fatalf("defaults %+v", r)
+	}
+}
+
+// TestConductorOnlyRabbitOptionsReachTheTransport: reconnect_interval_max
+// and max_message_size (this conductor's own) reach the transport, with
+// their defaults when unset.
+func TestConductorOnlyRabbitOptionsReachTheTransport(t *testing.T) {
+	cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[oslo_messaging_rabbit]\n" +
+		"reconnect_interval_max = 0.25\nmax_message_size = 65536\nrabbit_retry_interval = 3\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := From(cfg).Rabbit
+	if r.ReconnectIntervalMax != 250*time.Millisecond || r.MaxMessageSize != 65536 || r.RetryInterval != 3*time.Second {
+		t.Fatalf("rabbit options %+v", r)
+	}
+	def, err := config.LoadSources(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := From(def).Rabbit; r.ReconnectIntervalMax != time.Second || r.MaxMessageSize != oslo.DefaultMaxMessageSize {
+		t.Fatalf("defaults %+v", r)
+	}
+	if _, err := config.LoadSources([]config.Source{{Name: "t.conf",
+		Data: []byte("[oslo_messaging_rabbit]\nmax_message_size = 100\n")}}); err == nil {
+		t.Fatal("max_message_size = 100 accepted")
 	}
 }

@@ -1,12 +1,22 @@
 // Package simulated is a cluster driver that models a back end without
-// talking to one. It is stateless: the operation in flight and its start
-// time live in the stack_id it returns for the cluster (or the nodegroup)
-// as "sim:<op>:<unix-nanos>", which the conductor stores, and Observe
-// reports the operation done once the configured delay has passed. Any
-// conductor sharing the database can therefore observe any simulated
+// talking to one. It is stateless: the operation in flight, its start time
+// and a fingerprint of the desired state it was given live in the stack_id
+// it returns for the cluster (or the nodegroup) as
+// "sim:<op>:<unix-nanos>:<fingerprint>", which the conductor stores, and
+// Observe reports the operation done once the configured delay has passed.
+// Any conductor sharing the database can therefore observe any simulated
 // cluster. It is built on the driver contract like any other driver
 // (package drivers): it reports observations, and the conductor's status
 // machine decides the statuses.
+//
+// The simulated back end holds the desired state of the last request it
+// was given (the newest stack_id of the cluster and its nodegroups): when
+// the rows describe that state (same fingerprint), Observe reports it in
+// Observation.Request; when they describe another one (an operation claimed
+// whose driver call never came), it reports the back end Behind, so that
+// the conductor resumes the operation. An upgrade's stack_id also records
+// the template and kube_tag it upgrades from, reported as
+// AppliedTemplateID and AppliedKubeTag when the upgrade fails.
 //
 // Behaviour per cluster is steered by labels:
 //
@@ -27,10 +37,12 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
 )
@@ -133,25 +145,93 @@ func (d *Driver) Name() string { return d.name }
 // Provides implements drivers.Driver.
 func (d *Driver) Provides() []drivers.Key { return append([]drivers.Key(nil), d.keys...) }
 
-// StackID returns the stack_id that records op started at t.
+// StackID returns the stack_id that records op started at t (without a
+// fingerprint: the form of stack_ids written before there was one).
 func StackID(op string, t time.Time) string {
 	return "sim:" + op + ":" + strconv.FormatInt(t.UnixNano(), 10)
 }
 
 // ParseStackID splits a simulated stack_id into its operation and start.
 func ParseStackID(s *string) (op string, start time.Time, ok bool) {
-	if s == nil {
-		return "", time.Time{}, false
+	st, ok := parseStack(s)
+	return st.op, st.start, ok
+}
+
+// stack is what a simulated stack_id records.
+type stack struct {
+	op    string
+	start time.Time
+	// fp fingerprints the desired state the operation was given ("" in
+	// stack_ids written before fingerprints).
+	fp string
+	// fromTemplate and fromTag are, for an upgrade, what it upgrades from.
+	fromTemplate, fromTag string
+}
+
+func (st stack) String() string {
+	s := StackID(st.op, st.start) + ":" + st.fp
+	if st.op == OpUpgrade {
+		s += ":" + st.fromTemplate + ":" + st.fromTag
 	}
-	parts := strings.Split(*s, ":")
-	if len(parts) != 3 || parts[0] != "sim" {
-		return "", time.Time{}, false
+	return s
+}
+
+func parseStack(s *string) (stack, bool) {
+	if s == nil {
+		return stack{}, false
+	}
+	parts := strings.SplitN(*s, ":", 6)
+	if len(parts) < 3 || parts[0] != "sim" {
+		return stack{}, false
 	}
 	n, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return "", time.Time{}, false
+		return stack{}, false
 	}
-	return parts[1], time.Unix(0, n), true
+	st := stack{op: parts[1], start: time.Unix(0, n)}
+	if len(parts) > 3 {
+		st.fp = parts[3]
+	}
+	if len(parts) == 6 {
+		st.fromTemplate, st.fromTag = parts[4], parts[5]
+	}
+	return st, true
+}
+
+// desired is the desired state a request describes: the template, and
+// per nodegroup not being deleted its size and version.
+type desired struct {
+	template string
+	ngs      map[string]drivers.NodeGroupRequestState
+}
+
+// desiredOf is the desired state of the rows in req.
+func desiredOf(req drivers.ClusterRequest) desired {
+	d := desired{template: objects.Deref(req.Cluster.ClusterTemplateID), ngs: map[string]drivers.NodeGroupRequestState{}}
+	for _, ng := range req.NodeGroups {
+		if ng.Status == objects.DeleteInProgress || ng.Status == objects.DeleteComplete {
+			continue
+		}
+		n := int(ng.NodeCount)
+		d.ngs[ng.UUID] = drivers.NodeGroupRequestState{NodeCount: &n, Version: objects.Deref(ng.Version)}
+	}
+	return d
+}
+
+// fingerprint is a short, stable digest of d.
+func (d desired) fingerprint() string {
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "t=%s\n", d.template)
+	uuids := make([]string, 0, len(d.ngs))
+	for u := range d.ngs {
+		uuids = append(uuids, u)
+	}
+	sort.Strings(uuids)
+	for _, u := range uuids {
+		ng := d.ngs[u]
+		_, _ = fmt.Fprintf(h, "ng=%s:%d:%s\n", u, *ng.NodeCount, ng.Version)
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 func labelList(labels map[string]string, key string) []string {
@@ -190,12 +270,14 @@ func (d *Driver) syncFailure(c *objects.Cluster, op string) error {
 	return nil
 }
 
-// start records op as started now: the stack_id of the result.
-func (d *Driver) start(c *objects.Cluster, op string) (drivers.Result, error) {
-	if err := d.syncFailure(c, op); err != nil {
+// start records op as started now, given req's desired state: the
+// stack_id of the result.
+func (d *Driver) start(req drivers.ClusterRequest, op string) (drivers.Result, error) {
+	if err := d.syncFailure(req.Cluster, op); err != nil {
 		return drivers.Result{}, err
 	}
-	return drivers.Result{StackID: StackID(op, d.now())}, nil
+	st := stack{op: op, start: d.now(), fp: desiredOf(req).fingerprint()}
+	return drivers.Result{StackID: st.String()}, nil
 }
 
 // CreateCluster implements drivers.Driver. When the effective delay is 0
@@ -203,7 +285,7 @@ func (d *Driver) start(c *objects.Cluster, op string) (drivers.Result, error) {
 // carries the observation of a finished create (CREATE_FAILED under
 // sim_fail=create), cluster and default nodegroups alike.
 func (d *Driver) CreateCluster(ctx context.Context, req drivers.CreateClusterRequest) (drivers.Result, error) {
-	res, err := d.start(req.Cluster, OpCreate)
+	res, err := d.start(req.ClusterRequest, OpCreate)
 	if err != nil || d.delayFor(req.Cluster) > 0 || hung(req.Cluster) {
 		return res, err
 	}
@@ -222,47 +304,62 @@ func (d *Driver) CreateCluster(ctx context.Context, req drivers.CreateClusterReq
 // UpdateCluster implements drivers.Driver. The default worker in the
 // request already has its new node_count.
 func (d *Driver) UpdateCluster(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
-	return d.start(req.Cluster, OpUpdate)
+	return d.start(req, OpUpdate)
 }
 
 // DeleteCluster implements drivers.Driver.
 func (d *Driver) DeleteCluster(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
-	return d.start(req.Cluster, OpDelete)
+	return d.start(req, OpDelete)
 }
 
 // ResizeCluster implements drivers.Driver. The conductor has already set the
 // nodegroup's new node_count.
 func (d *Driver) ResizeCluster(_ context.Context, req drivers.ResizeRequest) (drivers.Result, error) {
-	return d.start(req.Cluster, OpResize)
+	return d.start(req.ClusterRequest, OpResize)
 }
 
-// UpgradeCluster implements drivers.Driver. The conductor records the new
-// template and versions once the upgrade is accepted.
+// UpgradeCluster implements drivers.Driver: the desired state is the
+// request's with NewTemplate (through a default nodegroup) and its kube_tag
+// as the version of the nodegroups upgraded, as the conductor records them;
+// the stack_id also keeps the template and kube_tag it upgrades from.
 func (d *Driver) UpgradeCluster(_ context.Context, req drivers.UpgradeRequest) (drivers.Result, error) {
-	return d.start(req.Cluster, OpUpgrade)
-}
-
-func (d *Driver) startNG(c *objects.Cluster, op string) (drivers.Result, error) {
-	if err := d.syncFailure(c, op); err != nil {
+	if err := d.syncFailure(req.Cluster, OpUpgrade); err != nil {
 		return drivers.Result{}, err
 	}
-	return drivers.Result{StackID: StackID(op, d.now())}, nil
+	if req.NewTemplate == nil || req.NodeGroup == nil {
+		return drivers.Result{}, exception.InvalidParameterValue("an upgrade needs its new template and nodegroup")
+	}
+	want := desiredOf(req.ClusterRequest)
+	tag, hasTag := req.NewTemplate.Labels["kube_tag"]
+	if req.NodeGroup.IsDefault {
+		want.template = objects.Deref(req.NewTemplate.UUID)
+	}
+	for _, ng := range req.NodeGroups {
+		moved := ng.UUID == req.NodeGroup.UUID || (req.NodeGroup.IsDefault && ng.Status == objects.UpdateInProgress)
+		if st, ok := want.ngs[ng.UUID]; ok && moved && hasTag {
+			st.Version = tag
+			want.ngs[ng.UUID] = st
+		}
+	}
+	st := stack{op: OpUpgrade, start: d.now(), fp: want.fingerprint(),
+		fromTemplate: objects.Deref(req.Cluster.ClusterTemplateID), fromTag: req.Cluster.Labels["kube_tag"]}
+	return drivers.Result{StackID: st.String()}, nil
 }
 
 // CreateNodeGroup implements drivers.Driver; the stack_id goes to the
 // nodegroup.
 func (d *Driver) CreateNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
-	return d.startNG(req.Cluster, OpNGCreate)
+	return d.start(req.ClusterRequest, OpNGCreate)
 }
 
 // UpdateNodeGroup implements drivers.Driver.
 func (d *Driver) UpdateNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
-	return d.startNG(req.Cluster, OpNGUpdate)
+	return d.start(req.ClusterRequest, OpNGUpdate)
 }
 
 // DeleteNodeGroup implements drivers.Driver.
 func (d *Driver) DeleteNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
-	return d.startNG(req.Cluster, OpNGDelete)
+	return d.start(req.ClusterRequest, OpNGDelete)
 }
 
 // PreDeleteCluster implements drivers.PreDeleter.
@@ -273,7 +370,7 @@ func (d *Driver) PreDeleteCluster(_ context.Context, req drivers.ClusterRequest)
 // RotateCACertificate implements drivers.CARotator: the roll-out is an
 // update that completes like any other.
 func (d *Driver) RotateCACertificate(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
-	return d.start(req.Cluster, OpRotateCA)
+	return d.start(req, OpRotateCA)
 }
 
 // RotateCredential implements drivers.CredentialRotator. Nothing is
@@ -321,15 +418,19 @@ func prefix(status string) string {
 // progress.
 func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
 	c := req.Cluster
+	if c == nil {
+		return drivers.Observation{}, exception.InvalidParameterValue("observe needs the cluster")
+	}
+	held, last := backendRequest(req.ClusterRequest)
 	if hung(c) {
-		return drivers.Observation{Phase: drivers.PhaseInProgress}, nil
+		return drivers.Observation{Phase: drivers.PhaseInProgress, Request: held}, nil
 	}
 	now := d.now()
 	delay := d.delayFor(c)
 	failList := labelList(c.Labels, LabelFail)
 	cop, cstart, cok := ParseStackID(c.StackID)
 	done := !cok || !now.Before(cstart.Add(delay))
-	obs := drivers.Observation{NodeGroups: map[string]drivers.NodeGroupObservation{}}
+	obs := drivers.Observation{NodeGroups: map[string]drivers.NodeGroupObservation{}, Request: held}
 	if cok {
 		obs.Started = cstart
 	}
@@ -341,8 +442,9 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 		return matches(failList, op) || (kind != "" && matches(failList, strings.ToLower(kind)))
 	}
 
-	if c.Status == objects.DeleteInProgress {
-		// The whole cluster goes: its nodegroups with it.
+	if c.Status == objects.DeleteInProgress || (cok && cop == OpDelete) {
+		// The whole cluster goes: its nodegroups with it. Once gone, the
+		// back end holds nothing for it, whatever the rows say.
 		switch {
 		case !done:
 			obs.Phase = drivers.PhaseInProgress
@@ -350,6 +452,7 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 			obs.Phase, obs.Reason = drivers.PhaseFailed, "simulated delete failure"
 		default:
 			obs.Phase, obs.Reason = drivers.PhaseGone, "simulated delete completed"
+			obs.Request = &drivers.BackendRequest{}
 		}
 		return obs, nil
 	}
@@ -384,6 +487,10 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 		return obs, nil
 	case p != "" && (cok && matches(failList, cop) || matches(failList, strings.ToLower(p))):
 		obs.Phase, obs.Reason = drivers.PhaseFailed, "simulated "+strings.ToLower(p)+" failure"
+		if last.op == OpUpgrade && last.fromTemplate != "" {
+			// A failed upgrade leaves the back end on what it ran.
+			obs.AppliedTemplateID, obs.AppliedKubeTag = last.fromTemplate, last.fromTag
+		}
 	default:
 		obs.Phase = drivers.PhaseReady
 		if p != "" {
@@ -403,6 +510,47 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 	obs.COEVersion = v
 	obs.ContainerVersion = d.runtime
 	return obs, nil
+}
+
+// backendRequest is the desired state the simulated back end holds for the
+// request's cluster: that of the newest stack_id of the cluster and its
+// nodegroups. Nil when none records a fingerprint (a stack_id written
+// before there were any: not reported); not Exists without any simulated
+// stack_id.
+func backendRequest(req drivers.ClusterRequest) (*drivers.BackendRequest, stack) {
+	rows := desiredOf(req)
+	fp := rows.fingerprint()
+	var last stack
+	found := false
+	for _, s := range append([]*string{req.Cluster.StackID}, stackIDs(req.NodeGroups)...) {
+		st, ok := parseStack(s)
+		// The newest wins; of two as new (a clock that did not move), the
+		// one that matches the rows.
+		if ok && (!found || st.start.After(last.start) || st.start.Equal(last.start) && st.fp == fp) {
+			last, found = st, true
+		}
+	}
+	switch {
+	case !found:
+		return &drivers.BackendRequest{}, last
+	case last.fp == "":
+		return nil, last
+	}
+	held := &drivers.BackendRequest{Exists: true, Deleting: last.op == OpDelete}
+	if fp != last.fp {
+		held.Behind = true
+		return held, last
+	}
+	held.TemplateID, held.NodeGroups = rows.template, rows.ngs
+	return held, last
+}
+
+func stackIDs(ngs []*objects.NodeGroup) []*string {
+	out := make([]*string, len(ngs))
+	for i, ng := range ngs {
+		out[i] = ng.StackID
+	}
+	return out
 }
 
 // addresses gives the nodegroup one address per node, stable for a given

@@ -166,7 +166,11 @@ func TestOperationsEndInTheirFinalStatus(t *testing.T) {
 		{"upgrade", nil, objects.UpdateInProgress, func(d *simulated.Driver, r *rows) error {
 			r.ngs[0].Status = objects.UpdateInProgress
 			r.reset()
-			res, err := d.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[0],
+			asIs := r.req()
+			// The conductor records the upgrade with its claim.
+			r.c.ClusterTemplateID, r.ngs[0].Version = objects.Str("ct2"), objects.Str("v1.34.0")
+			r.reset()
+			res, err := d.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: asIs, NodeGroup: asIs.NodeGroups[0],
 				NewTemplate: &objects.ClusterTemplate{UUID: objects.Str("ct2"), Labels: map[string]string{"kube_tag": "v1.34.0"}}})
 			r.store(res, nil)
 			return err
@@ -352,5 +356,95 @@ func TestZeroDelayCreateCompletesAtOnce(t *testing.T) {
 				t.Fatalf("api_address %q coe_version %q", objects.Deref(r.c.APIAddress), objects.Deref(r.c.CoeVersion))
 			}
 		})
+	}
+}
+
+// TestRequestShowsWhatTheBackEndWasAskedFor: the back end holds the desired
+// state of its last request; rows changed by a claim whose driver call never
+// came show it behind, and a failed upgrade reports what it ran.
+func TestRequestShowsWhatTheBackEndWasAskedFor(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1000, 0)}
+	d := simulated.New(simulated.Options{Delay: time.Minute, Now: clk.now})
+	r := newRows(nil)
+	r.c.ClusterTemplateID = objects.Str("ct1")
+	r.c.Labels = map[string]string{"kube_tag": "v1.33.1"}
+	r.reset()
+	observe := func() drivers.Observation {
+		t.Helper()
+		obs, err := d.Observe(ctx, drivers.ObserveRequest{ClusterRequest: r.req()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obs
+	}
+	if req := observe().Request; req == nil || req.Exists {
+		t.Fatalf("before any call the back end holds nothing: %+v", req)
+	}
+	res, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: r.req()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(res, nil)
+	req := observe().Request
+	if req == nil || !req.Exists || req.Behind || req.TemplateID != "ct1" || *req.NodeGroups["w-uuid"].NodeCount != 3 {
+		t.Fatalf("after the create: %+v", req)
+	}
+	// A resize claimed, its driver call never made.
+	r.ngs[1].NodeCount, r.ngs[1].Status = 5, objects.UpdateInProgress
+	r.c.Status = objects.UpdateInProgress
+	r.reset()
+	if req := observe().Request; req == nil || !req.Behind {
+		t.Fatalf("a change the back end never got: %+v", req)
+	}
+	clk.t = clk.t.Add(time.Second)
+	res, err = d.ResizeCluster(ctx, drivers.ResizeRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1], NodeCount: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(res, nil)
+	if req := observe().Request; req == nil || req.Behind || *req.NodeGroups["w-uuid"].NodeCount != 5 {
+		t.Fatalf("after the resize: %+v", req)
+	}
+	// A nodegroup added: its own stack_id is the newest request.
+	extra := &objects.NodeGroup{UUID: "x-uuid", Name: "extra", Role: objects.RoleWorker, NodeCount: 2, Status: objects.CreateInProgress}
+	r.ngs = append(r.ngs, extra)
+	r.reset()
+	if req := observe().Request; !req.Behind {
+		t.Fatalf("a nodegroup the back end never got: %+v", req)
+	}
+	clk.t = clk.t.Add(time.Second)
+	res, err = d.CreateNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: r.req(), NodeGroup: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(res, extra)
+	if req := observe().Request; req.Behind || req.NodeGroups["x-uuid"].NodeCount == nil {
+		t.Fatalf("after the nodegroup create: %+v", req)
+	}
+	// A failed upgrade reports the template and kube_tag it ran.
+	r.c.Labels[simulated.LabelFail] = "upgrade"
+	r.reset()
+	asIs := r.req()
+	r.c.ClusterTemplateID = objects.Str("ct2")
+	r.reset()
+	clk.t = clk.t.Add(time.Second)
+	res, err = d.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: asIs, NodeGroup: asIs.NodeGroups[0],
+		NewTemplate: &objects.ClusterTemplate{UUID: objects.Str("ct2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(res, nil)
+	clk.t = clk.t.Add(time.Minute)
+	obs := observe()
+	if obs.Phase != drivers.PhaseFailed || obs.AppliedTemplateID != "ct1" || obs.AppliedKubeTag != "v1.33.1" ||
+		obs.Request.Behind || obs.Request.TemplateID != "ct2" {
+		t.Fatalf("failed upgrade: %+v %+v", obs, obs.Request)
+	}
+	// A stack_id from before fingerprints: not reported.
+	r.c.StackID = objects.Str(simulated.StackID(simulated.OpCreate, clk.t.Add(time.Hour)))
+	r.reset()
+	if req := observe().Request; req != nil {
+		t.Fatalf("an old stack_id: %+v", req)
 	}
 }

@@ -36,7 +36,17 @@
 //   - When the back end reports the desired state it holds
 //     (Observation.Request) and that state does not show the change the rows
 //     hold (a new node count, a new template, a deletion), the change has not
-//     reached the back end: the operation is judged Pending.
+//     reached the back end: the operation is judged Pending, and its stored
+//     reason stays (nothing the back end says is about it yet).
+//   - An operation claimed and not reached within Timeouts.Resume of the
+//     cluster row's last write (a create without stack_id, or a change the
+//     back end's desired state does not show, confirmed by a fresh
+//     observation) was interrupted between its claim and its driver call
+//     (a conductor killed, its database lost): the decision resumes it
+//     (Decision.Resume: the driver calls to make again, idempotently), at
+//     most Timeouts.ResumeAttempts times, counted in the status_reason each
+//     resumption records, and then fails it with a reason saying so,
+//     putting back the node counts and template the back end holds.
 //   - A failed upgrade (UPDATE_FAILED) rolls cluster_template_id and kube_tag
 //     back to Observation.AppliedTemplateID and AppliedKubeTag.
 //   - Reported fields are stored whatever the status: api_address,
@@ -105,10 +115,21 @@ type Timeouts struct {
 	Update time.Duration
 	// Delete bounds DELETE_IN_PROGRESS. 0: no deadline.
 	Delete time.Duration
-	// Handover bounds how long a cluster may stay in CREATE_IN_PROGRESS
-	// without stack_id (its create never reached its driver) before the
-	// decision reports it Interrupted. 0: never.
-	Handover time.Duration
+	// Resume bounds how long an operation may stay claimed without
+	// reaching its driver's back end: a cluster in CREATE_IN_PROGRESS
+	// without stack_id (its create was never handed to its driver), or an
+	// operation whose change the back end's desired state
+	// (Observation.Request) does not show. It counts from the cluster row's
+	// last write (updated_at, else created_at): a claim, or a resumption.
+	// Past it the decision resumes the operation (Decision.Resume), or
+	// fails it once ResumeAttempts resumptions did not reach the back end
+	// either. It should exceed the conductor's driver-call deadline plus
+	// one sync interval, so that a handler still running is never
+	// overtaken. 0: never.
+	Resume time.Duration
+	// ResumeAttempts is how many times an interrupted operation is resumed
+	// before it is failed. 0: failed at once.
+	ResumeAttempts int
 }
 
 // Input is what a decision is made from. Decide does not modify it.
@@ -133,9 +154,14 @@ type Decision struct {
 	// else is set.
 	Skip string
 	// Interrupted, when not empty, says that the cluster's operation was
-	// claimed but never handed to its driver within Timeouts.Handover.
-	// Nothing else is set; the conductor resumes or fails the operation.
+	// claimed but has not reached its driver's back end within
+	// Timeouts.Resume, and what happened. Then either Resume is set
+	// (nothing else is: the conductor resumes the operation), or the
+	// decision fails the operation like any other (its attempts are spent).
 	Interrupted string
+	// Resume is the resumption of an interrupted operation: the driver
+	// calls to make again (see Resume).
+	Resume *Resume
 	// NeedFresh: a deadline passed on a cached observation. Nothing else is
 	// set: observe again with ObserveRequest.Fresh and decide on that.
 	NeedFresh bool
@@ -193,6 +219,16 @@ func Decide(in Input) Decision {
 	m := &machine{in: in, obs: in.Observation, c: objects.Clone(c)}
 	m.nodeGroups()
 	m.cluster()
+	if len(m.notReached) > 0 && overdue(c, in.Now, in.Timeouts) {
+		// Claimed long ago, and the back end still does not hold it: the
+		// claim's conductor never made the driver call. A cached
+		// observation may be behind: the back end itself must confirm.
+		if !in.Fresh {
+			return Decision{NeedFresh: true}
+		}
+		return interrupted(c, in.NodeGroups, in.Observation.Request, in.Timeouts, m.resumeCalls(),
+			"the "+operation(c.Status)+" did not reach the driver's back end")
+	}
 	if len(m.timedOut) > 0 && !in.Fresh {
 		return Decision{NeedFresh: true}
 	}
@@ -223,9 +259,9 @@ func Triage(c *objects.Cluster, now time.Time, t Timeouts) (d Decision, observe 
 	case !InProgress(c.Status):
 		return Decision{Skip: "status " + c.Status + " is settled"}, false
 	case c.Status == objects.CreateInProgress && objects.Deref(c.StackID) == "":
-		if t.Handover > 0 && c.CreatedAt != nil && now.Sub(*c.CreatedAt) > t.Handover {
-			return Decision{Interrupted: fmt.Sprintf("the create was not handed to the cluster driver within %s of its start",
-				t.Handover)}, false
+		if overdue(c, now, t) {
+			return interrupted(c, nil, nil, t, []Call{{Op: OpCreateCluster}},
+				"the create was not handed to its driver"), false
 		}
 		return Decision{Skip: "its create has not been handed to its driver yet"}, false
 	}
@@ -243,6 +279,9 @@ type machine struct {
 	failed   []string // nodegroups that failed at this decision
 	timedOut []string
 	deleted  bool
+	// notReached are the rows (nodegroup uuids, "" for the cluster) in
+	// progress whose change the back end's desired state does not show.
+	notReached []string
 }
 
 // createTimeout is the cluster's create_timeout, else the default.
@@ -309,7 +348,7 @@ func (m *machine) ngReached(ng *objects.NodeGroup) bool {
 	if req == nil {
 		return true
 	}
-	if !req.Exists {
+	if !req.Exists || req.Behind {
 		return false
 	}
 	want, ok := req.NodeGroups[ng.UUID]
@@ -328,6 +367,18 @@ func (m *machine) ngReached(ng *objects.NodeGroup) bool {
 	return true
 }
 
+// sizeReached reports whether the back end's desired state has a settled
+// nodegroup at the size its row holds (true when not reported, or decided
+// by the back end).
+func (m *machine) sizeReached(ng *objects.NodeGroup) bool {
+	req := m.obs.Request
+	if req == nil || !req.Exists || req.Behind || ng.Status == objects.DeleteComplete {
+		return true
+	}
+	want, ok := req.NodeGroups[ng.UUID]
+	return !ok || want.NodeCount == nil || int64(*want.NodeCount) == ng.NodeCount
+}
+
 // clusterReached is ngReached for the cluster row.
 func (m *machine) clusterReached() bool {
 	req := m.obs.Request
@@ -338,7 +389,7 @@ func (m *machine) clusterReached() bool {
 	if c.Status == objects.DeleteInProgress {
 		return !req.Exists || req.Deleting
 	}
-	if !req.Exists || req.Deleting {
+	if !req.Exists || req.Deleting || req.Behind {
 		return false
 	}
 	return req.TemplateID == "" || req.TemplateID == objects.Deref(c.ClusterTemplateID)
@@ -372,7 +423,13 @@ func (m *machine) nodeGroups() {
 		}
 		if deleting || !InProgress(row.Status) {
 			// The whole cluster goes (its nodegroups with it), or the
-			// nodegroup has settled.
+			// nodegroup has settled. A settled nodegroup whose size the
+			// back end was not asked for is a cluster update that has not
+			// reached it (cluster_update resizes the default worker without
+			// claiming it).
+			if c.Status == objects.UpdateInProgress && !m.sizeReached(row) {
+				m.notReached = append(m.notReached, row.UUID)
+			}
 			m.version(ng, o)
 			continue
 		}
@@ -381,7 +438,12 @@ func (m *machine) nodeGroups() {
 			phase = phaseOf(o.Phase)
 		}
 		if !m.ngReached(row) {
-			phase = drivers.PhasePending
+			// The back end has not been asked for this nodegroup's change:
+			// nothing it shows is about it, its reason included.
+			m.notReached = append(m.notReached, row.UUID)
+			m.ngWaits(ng, row, "")
+			m.version(ng, o)
+			continue
 		}
 		switch phase {
 		case drivers.PhaseReady:
@@ -454,7 +516,17 @@ func (m *machine) cluster() {
 	}
 	phase := phaseOf(o.Phase)
 	if !m.clusterReached() {
-		phase = drivers.PhasePending
+		// Nothing the back end shows is about this operation yet: the
+		// stored reason stays (a resumption's note among others).
+		m.notReached = append(m.notReached, "")
+		m.clusterWaits(drivers.PhasePending, "")
+		return
+	}
+	// A nodegroup's change the back end does not hold yet: what it says
+	// about the cluster is not about this operation either.
+	waitReason := o.Reason
+	if len(m.notReached) > 0 {
+		waitReason = ""
 	}
 	if row.Status == objects.DeleteInProgress {
 		switch phase {
@@ -466,7 +538,7 @@ func (m *machine) cluster() {
 			c.Status = objects.DeleteFailed
 			setReason(&c.StatusReason, orDefault(o.Reason, "the back end gave up the deletion"))
 		default:
-			m.clusterWaits(phase)
+			m.clusterWaits(phase, waitReason)
 		}
 		return
 	}
@@ -477,20 +549,19 @@ func (m *machine) cluster() {
 		m.fail(orDefault(o.Reason, "the back end holds nothing for the cluster"))
 	case len(m.failed) > 0:
 		m.fail(strings.Join(m.failed, "; "))
-	case phase == drivers.PhaseReady && len(m.busy) == 0:
+	case phase == drivers.PhaseReady && len(m.busy) == 0 && len(m.notReached) == 0:
 		c.Status = completeOf(row.Status)
 		setReason(&c.StatusReason, o.Reason)
 	default:
-		m.clusterWaits(phase)
+		m.clusterWaits(phase, waitReason)
 	}
 }
 
-// clusterWaits keeps the cluster in progress with the observation's reason,
-// or fails it on its deadline.
-func (m *machine) clusterWaits(phase drivers.Phase) {
-	c, row, o := m.c, m.in.Cluster, m.obs
-	reason := o.Reason
-	if phase == drivers.PhaseReady && len(m.busy) > 0 && reason == "" {
+// clusterWaits keeps the cluster in progress with reason (the
+// observation's), or fails it on its deadline.
+func (m *machine) clusterWaits(phase drivers.Phase, reason string) {
+	c, row := m.c, m.in.Cluster
+	if phase == drivers.PhaseReady && len(m.busy) > 0 && reason == "" && len(m.notReached) == 0 {
 		reason = "waiting for nodegroups: " + strings.Join(m.busy, ", ")
 	}
 	if m.passed(m.deadline(row.Status, nil)) {

@@ -183,13 +183,13 @@ func TestCreateWithoutStackIDIsNotJudged(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	d = sm.Decide(sm.Input{Cluster: c, NodeGroups: ngs, Now: t0.Add(11 * time.Minute),
-		Timeouts: sm.Timeouts{Handover: 10 * time.Minute}})
-	if d.Interrupted == "" || d.Skip != "" || d.Cluster != nil {
-		t.Fatalf("a create not handed over within the bound is reported interrupted: %+v", d)
+		Timeouts: sm.Timeouts{Resume: 10 * time.Minute, ResumeAttempts: 3}})
+	if d.Interrupted == "" || d.Resume == nil || d.Skip != "" || d.Cluster != nil {
+		t.Fatalf("a create not handed over within the bound is resumed: %+v", d)
 	}
 	d = sm.Decide(sm.Input{Cluster: c, NodeGroups: ngs, Now: t0.Add(9 * time.Minute),
-		Timeouts: sm.Timeouts{Handover: 10 * time.Minute}})
-	if d.Interrupted != "" || d.Skip == "" {
+		Timeouts: sm.Timeouts{Resume: 10 * time.Minute, ResumeAttempts: 3}})
+	if d.Interrupted != "" || d.Resume != nil || d.Skip == "" {
 		t.Fatalf("within the bound it is only skipped: %+v", d)
 	}
 }

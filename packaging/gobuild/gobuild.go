@@ -18,6 +18,10 @@ import (
 	"github.com/openstack/magnum-conductor/packaging/version"
 )
 
+// linkedVersionVar is the variable magnum-conductor --version prints when
+// it is set (the conductor's command line lives in package service).
+const linkedVersionVar = "github.com/openstack/magnum-conductor/service.linkedVersion"
+
 // Binaries are the commands under cmd/ that are shipped.
 func Binaries() []string { return []string{"magnum-conductor", "magnum-db-manage", "magnumctl"} }
 
@@ -50,7 +54,7 @@ func Build(ctx context.Context, opts Options) (map[string]string, error) {
 		return nil, fmt.Errorf("gobuild: %w", err)
 	}
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly",
-		"-ldflags=-s -w -X 'main.linkedVersion=" + opts.Version.Linked() + "'",
+		"-ldflags=-s -w -X '" + linkedVersionVar + "=" + opts.Version.Linked() + "'",
 		"-o", out + string(filepath.Separator)}
 	for _, b := range Binaries() {
 		args = append(args, "./cmd/"+b)

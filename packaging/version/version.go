@@ -7,7 +7,7 @@
 //
 // It is computed here rather than read from a binary because Go stamps
 // nothing in a git worktree or with -buildvcs=false; the packaging links it
-// in instead (main.linkedVersion).
+// in instead (service.linkedVersion).
 package version
 
 import (

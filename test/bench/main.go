@@ -27,6 +27,7 @@ import (
 	"github.com/openstack/magnum-conductor/test/bench/procstat"
 	"github.com/openstack/magnum-conductor/test/bench/rawamqp"
 	"github.com/openstack/magnum-conductor/test/harness"
+	"github.com/openstack/magnum-conductor/test/harness/pyrelease"
 )
 
 type options struct {
@@ -40,6 +41,7 @@ type options struct {
 	mysqlAddr string
 	pyScript  string
 	only      string
+	py2026    bool
 	rounds    int
 	cpuprof   string
 	commit    string
@@ -62,6 +64,7 @@ func main() {
 	flag.IntVar(&o.gogc, "loadgen-gogc", 400, "the load generator's GOGC (not the servers'): its garbage collection competes with the servers for the CPUs")
 	render := flag.String("render", "", "print the table of an earlier run's bench.json (with this version's layout) and exit")
 	flag.StringVar(&o.only, "only", "", "debugging: run only \"ours\" (no Python, no raw limit)")
+	flag.BoolVar(&o.py2026, "python-2026", true, "also run Magnum 23.0.0's (2026.2) conductor, from the sid chroot `make services` builds (its own rows)")
 	var rawServer rawamqp.Options
 	var rawReplyFile, rawQueryDB string
 	flag.StringVar(&rawServer.Exchange, "raw-server", "", "internal: run the raw amqp091-go reply server on this exchange")
@@ -127,10 +130,13 @@ func run(ctx context.Context, o options) error {
 	}
 	defer admin.Close()
 	py := &server{label: "python", exchange: randomName("bench_py_x_"), topic: randomName("bench_py_topic_")}
+	py23 := &server{label: labelPython2026, exchange: randomName("bench_py23_x_"), topic: randomName("bench_py23_topic_"),
+		versions: versions2026()}
 	ours := &server{label: "ours", exchange: randomName("bench_go_x_"), topic: randomName("bench_go_topic_")}
-	// Stop both servers on every way out (error, SIGINT, deadline).
+	// Stop every server on every way out (error, SIGINT, deadline).
 	defer ours.stop()
 	defer py.stop()
+	defer py23.stop()
 
 	pyDB, err := createDatabase(ctx, admin, o.mysqlAddr, "magnum_bench_py_")
 	if err != nil {
@@ -148,8 +154,22 @@ func run(ctx context.Context, o options) error {
 	servers := []*server{py, ours}
 	if o.only == "ours" {
 		servers = []*server{ours}
-	} else if err := startPython(ctx, o, py, pyDB, binDir, admin, rep); err != nil {
+	} else if err := startPython(ctx, o, pyrelease.Magnum15, py, pyDB, binDir, admin, &rep.PythonSchema); err != nil {
 		return err
+	}
+	if o.only == "" && o.py2026 {
+		// 2026.2, what a new deployment runs: its own database, after
+		// the others in every round.
+		py23DB, err := createDatabase(ctx, admin, o.mysqlAddr, "magnum_bench_py23_")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = dropDatabase(admin, py23DB.name) }()
+		rep.Python2026 = &sideResult{}
+		if err := startPython(ctx, o, pyrelease.Magnum23, py23, py23DB, binDir, admin, &rep.Python2026Schema); err != nil {
+			return err
+		}
+		servers = append(servers, py23)
 	}
 
 	// Ours at head, on its own schema.
@@ -199,6 +219,20 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s: counting the Cluster.list primitives gives %d, want %d", s.label, n, o.clusters)
 		}
 		logf("%s: seeded in %.1fs", s.label, time.Since(t0).Seconds())
+	}
+
+	if rep.Python2026 != nil {
+		// Ours' Cluster.list as 2026.2 asks for it, for the 23.0.0 rows.
+		as2026 := *ours
+		as2026.versions = versions2026()
+		raw, err := listRaw(ctx, &as2026)
+		if err != nil {
+			return err
+		}
+		if n := countClusters(raw); n != o.clusters {
+			return fmt.Errorf("ours: Cluster.list as 2026.2 asks holds %d clusters, want %d", n, o.clusters)
+		}
+		rep.OursListBytes2026 = len(raw)
 	}
 
 	// Memory after seeding, and idle memory once start-up has settled (ours
@@ -268,6 +302,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	// oursAs2026 is ours reached with 2026.2's calls (the same process).
+	oursAs2026 := *ours
+	oursAs2026.versions = versions2026()
 	cell := func(name string, s *server, callers int, fn func(context.Context) error) load.Result {
 		logf("%s: %s, %d callers", s.label, name, callers)
 		c0 := procstat.CPU(s.pid())
@@ -288,6 +325,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	list := func(s *server) func(context.Context) error {
+		// Cluster.list as magnum-api sends it (2026.2's call when
+		// s.versions is set).
 		return func(ctx context.Context) error {
 			got, err := listClustersFast(ctx, s)
 			if err == nil && got != o.clusters {
@@ -333,6 +372,13 @@ func run(ctx context.Context, o options) error {
 				k := key{s.label, "list", n}
 				rounds[k] = append(rounds[k], cell(fmt.Sprintf("Cluster.list of %d", o.clusters), s, n, list(s)))
 			}
+			if rep.Python2026 != nil {
+				// Ours again, called as magnum-api 2026.2 calls it, for
+				// the 23.0.0 rows.
+				k := key{"ours", "list2026", n}
+				rounds[k] = append(rounds[k], cell(fmt.Sprintf("Cluster.list of %d as 2026.2 asks", o.clusters),
+					&oursAs2026, n, list(&oursAs2026)))
+			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -350,6 +396,9 @@ func run(ctx context.Context, o options) error {
 			side := rep.side(s.label)
 			side.Ping = append(side.Ping, load.Combine(rounds[key{s.label, "ping", n}]))
 			side.List = append(side.List, load.Combine(rounds[key{s.label, "list", n}]))
+		}
+		if rep.Python2026 != nil {
+			rep.OursList2026 = append(rep.OursList2026, load.Combine(rounds[key{"ours", "list2026", n}]))
 		}
 	}
 	for _, s := range servers {
@@ -387,25 +436,44 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// startPython makes the Python conductor's schema (alembic head
-// 7da8489d6a68), starts it and waits for its ping.
-func startPython(ctx context.Context, o options, py *server, pyDB *database, dir string, admin *sql.DB, rep *report) error {
+// startPython makes the schema of release r's Python conductor with its
+// own magnum-db-manage (alembic head 7da8489d6a68 for 15.0.1), starts it
+// (on the host, or in the release's chroot) and waits for its ping.
+func startPython(ctx context.Context, o options, r pyrelease.Release, py *server, pyDB *database, dir string, admin *sql.DB, schema *string) error {
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("%s: %w (run make services, or -python-2026=false)", r, err)
+	}
 	if err := writeConf(dir, py, pyDB.url); err != nil {
 		return err
 	}
-	logf("python: magnum-db-manage upgrade")
-	if err := runCommand(ctx, 5*time.Minute, "/usr/bin/magnum-db-manage", "--config-file", py.conf, "upgrade"); err != nil {
+	chroot := func(argv ...string) []string {
+		if r.Root == "" {
+			return argv
+		}
+		return append([]string{"chroot", r.Root}, argv...)
+	}
+	logf("%s: %s magnum-db-manage upgrade", py.label, r)
+	up := chroot("/usr/bin/magnum-db-manage", "--config-file", py.conf, "upgrade")
+	if err := runCommand(ctx, 5*time.Minute, up[0], up[1:]...); err != nil {
 		return err
 	}
-	if err := admin.QueryRowContext(ctx, "SELECT version_num FROM `"+pyDB.name+"`.alembic_version").Scan(&rep.PythonSchema); err != nil {
-		return fmt.Errorf("python schema version: %w", err)
+	if err := admin.QueryRowContext(ctx, "SELECT version_num FROM `"+pyDB.name+"`.alembic_version").Scan(schema); err != nil {
+		return fmt.Errorf("%s schema version: %w", py.label, err)
 	}
 	script, err := filepath.Abs(o.pyScript)
 	if err != nil {
 		return err
 	}
-	logf("python: starting %s (workers = CPU count)", o.pyScript)
-	if err := py.start([]string{"/usr/bin/python3", script, "--config-file", py.conf}); err != nil {
+	if r.Root != "" {
+		// The chroot sees /tmp only: run a copy of test/bench/python.
+		scripts, err := r.ScriptsIn(filepath.Join(dir, "scripts-"+r.Name))
+		if err != nil {
+			return err
+		}
+		script = filepath.Join(scripts, "test/bench/python", filepath.Base(o.pyScript))
+	}
+	logf("%s: starting %s %s (workers = CPU count)", py.label, r, o.pyScript)
+	if err := py.start(chroot(pyrelease.Python, "-W", "ignore::DeprecationWarning", script, "--config-file", py.conf)); err != nil {
 		return err
 	}
 	if err := py.connect(); err != nil {

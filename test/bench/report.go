@@ -35,21 +35,29 @@ type sideResult struct {
 }
 
 type report struct {
-	Date         string        `json:"date"`
-	Machine      string        `json:"machine"`
-	Commit       string        `json:"commit"`
-	Duration     float64       `json:"cell_seconds"`
-	Rounds       int           `json:"rounds"`
-	LoadAvg      []string      `json:"loadavg_start_end"`
-	Clusters     int           `json:"clusters_seeded"`
-	Creates      int           `json:"creates"`
-	PythonSchema string        `json:"python_alembic_revision"`
-	Notes        []string      `json:"notes"`
-	Python       sideResult    `json:"python"`
-	Ours         sideResult    `json:"ours"`
-	Raw          []load.Result `json:"raw_amqp_confirms"`
-	RawNoConfirm []load.Result `json:"raw_amqp_no_confirms"`
-	RawOsloWire  []load.Result `json:"raw_amqp_oslo_wire"`
+	Date         string     `json:"date"`
+	Machine      string     `json:"machine"`
+	Commit       string     `json:"commit"`
+	Duration     float64    `json:"cell_seconds"`
+	Rounds       int        `json:"rounds"`
+	LoadAvg      []string   `json:"loadavg_start_end"`
+	Clusters     int        `json:"clusters_seeded"`
+	Creates      int        `json:"creates"`
+	PythonSchema string     `json:"python_alembic_revision"`
+	Notes        []string   `json:"notes"`
+	Python       sideResult `json:"python"`
+	Ours         sideResult `json:"ours"`
+	// Python2026 is Magnum 23.0.0's (2026.2) conductor from the sid
+	// chroot, in its own rows (nil when it did not run).
+	Python2026       *sideResult `json:"python_2026_2,omitempty"`
+	Python2026Schema string      `json:"python_2026_2_alembic_revision,omitempty"`
+	// OursList2026 is ours' Cluster.list called as magnum-api 2026.2 calls
+	// it (object_class_action_versions, Cluster 1.24), beside Python2026's.
+	OursList2026      []load.Result `json:"ours_list_2026_2,omitempty"`
+	OursListBytes2026 int           `json:"ours_list_bytes_2026_2,omitempty"`
+	Raw               []load.Result `json:"raw_amqp_confirms"`
+	RawNoConfirm      []load.Result `json:"raw_amqp_no_confirms"`
+	RawOsloWire       []load.Result `json:"raw_amqp_oslo_wire"`
 	// RawListWire is RawOsloWire answering with one of ours' Cluster.list
 	// replies (ListReplyBytes long): the ceiling of Cluster.list for any
 	// server, before any database work or JSON.
@@ -75,9 +83,18 @@ func idleLabel(r *report) string {
 	return fmt.Sprintf("idle memory, %.0f s after start (MiB)", r.IdleAfter)
 }
 
+// labelPython2026 is the label of Magnum 23.0.0's conductor.
+const labelPython2026 = "python-23.0.0"
+
 func (r *report) side(label string) *sideResult {
-	if label == "python" {
+	switch label {
+	case "python":
 		return &r.Python
+	case labelPython2026:
+		if r.Python2026 == nil {
+			r.Python2026 = &sideResult{}
+		}
+		return r.Python2026
 	}
 	return &r.Ours
 }
@@ -111,7 +128,12 @@ func (r *report) notes() []string {
 
 func (r *report) errors() int {
 	n := r.Python.Create.Errors + r.Python.Create.Failed + r.Ours.Create.Errors + r.Ours.Create.Failed + r.SamplerErrors
-	for _, rs := range [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire, r.RawListQuery} {
+	rss := [][]load.Result{r.Python.Ping, r.Python.List, r.Ours.Ping, r.Ours.List, r.Raw, r.RawNoConfirm, r.RawOsloWire, r.RawListWire, r.RawListQuery}
+	if p := r.Python2026; p != nil {
+		n += p.Create.Errors + p.Create.Failed
+		rss = append(rss, p.Ping, p.List, r.OursList2026)
+	}
+	for _, rs := range rss {
 		for _, x := range rs {
 			n += x.Errors
 		}
@@ -227,9 +249,16 @@ func (r *report) table() string {
 	}
 	fmt.Fprintf(tw, "errors\t%d\t%d\t%d\t\t\t\n", errs(&r.Python), errs(&r.Ours), rawErr)
 	_ = tw.Flush()
+	if p := r.Python2026; p != nil {
+		b.WriteString(r.table2026(p, errs(p)))
+	}
 	b.WriteString(r.pairedRounds())
 	var firsts []string
-	for label, s := range map[string]*sideResult{"python": &r.Python, "ours": &r.Ours} {
+	sides := map[string]*sideResult{"python": &r.Python, "ours": &r.Ours}
+	if r.Python2026 != nil {
+		sides[labelPython2026] = r.Python2026
+	}
+	for label, s := range sides {
 		for _, x := range append(append([]load.Result{}, s.Ping...), s.List...) {
 			if x.FirstErr != "" {
 				firsts = append(firsts, label+": "+x.FirstErr)
@@ -242,6 +271,49 @@ func (r *report) table() string {
 	for _, f := range firsts {
 		fmt.Fprintf(&b, "first error: %s\n", f)
 	}
+	return b.String()
+}
+
+// table2026 renders the rows of Magnum 23.0.0's conductor (2026.2, what a
+// new deployment runs) beside ours, from the same rounds.
+func (r *report) table2026(p *sideResult, errors int) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\nMagnum 23.0.0 (2026.2), Debian sid's python3-magnum in the chroot of make services, the same "+
+		"run_conductor.py (no trust step exists there; the zero-delay driver is its `simulated` entry point), "+
+		"schema at alembic %s, run after ours in every round; Cluster.list is called as magnum-api 2026.2 calls it "+
+		"(object_class_action_versions with Cluster 1.24, ClusterTemplate 1.21), of both:\n\n", r.Python2026Schema)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tpython 23.0.0\tours\tours/python 23.0.0\t")
+	for i, x := range p.Ping {
+		if i < len(r.Ours.Ping) {
+			o := r.Ours.Ping[i]
+			fmt.Fprintf(tw, "ping_conductor, %d callers\t%s\t%s\t%s\t\n", o.Callers, rate(x), rate(o), ratio(o.PerSec, x.PerSec))
+		}
+	}
+	for i, x := range p.List {
+		if i < len(r.OursList2026) {
+			o := r.OursList2026[i]
+			fmt.Fprintf(tw, "Cluster.list (%d clusters), %d callers\t%s\t%s\t%s\t\n", r.Clusters, o.Callers, rate(x), rate(o),
+				ratio(o.PerSec, x.PerSec))
+		}
+	}
+	fmt.Fprintf(tw, "Cluster.list result size (bytes)\t%d\t%d\t%s\t\n", p.ListBytes, r.OursListBytes2026,
+		ratio(float64(r.OursListBytes2026), float64(p.ListBytes)))
+	pc, oc := p.Create, r.Ours.Create
+	fmt.Fprintf(tw, "cluster_create → CREATE_COMPLETE (%d casts)\t%.2f clusters/s (%.1f s)\t%.2f clusters/s (%.1f s)\t%s\t\n",
+		r.Creates, pc.PerSec, pc.Seconds, oc.PerSec, oc.Seconds, ratio(oc.PerSec, pc.PerSec))
+	fmt.Fprintf(tw, "server CPU per cluster_create (ms)\t%.1f\t%.1f\t%s\t\n",
+		perCreateMS(pc), perCreateMS(oc), ratio(perCreateMS(oc), perCreateMS(pc)))
+	pi, oi := p.IdleMem, r.Ours.IdleMem
+	fmt.Fprintf(tw, "%s\tRSS %.1f, PSS %.1f (%d procs)\tRSS %.1f, PSS %.1f\t%s of PSS\t\n",
+		idleLabel(r), mib(pi.RSS), mib(pi.PSS), pi.Procs, mib(oi.RSS), mib(oi.PSS), ratio(float64(oi.RSS), float64(pi.PSS)))
+	pp, op := p.PeakMem, r.Ours.PeakMem
+	fmt.Fprintf(tw, "peak memory during the run (MiB)\tRSS %.1f, PSS %.1f\tRSS %.1f, PSS %.1f\t%s of PSS\t\n",
+		mib(pp.RSS), mib(pp.PSS), mib(op.RSS), mib(op.PSS), ratio(float64(op.RSS), float64(pp.PSS)))
+	fmt.Fprintf(tw, "CPU seconds, own cells (whole run)\t%.1f (%.1f)\t%.1f (%.1f)\t%s\t\n",
+		p.CPUOwn, p.CPURun, r.Ours.CPUOwn, r.Ours.CPURun, ratio(r.Ours.CPUOwn, p.CPUOwn))
+	fmt.Fprintf(tw, "errors\t%d\t\t\t\n", errors)
+	_ = tw.Flush()
 	return b.String()
 }
 

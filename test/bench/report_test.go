@@ -127,3 +127,22 @@ func TestListReplyIsOslosEnvelope(t *testing.T) {
 		t.Fatalf("inner %+v", inner)
 	}
 }
+
+// TestTableHasMagnum2026Rows: the 23.0.0 conductor gets its own rows, with
+// ours over it, and its errors count in the run's.
+func TestTableHasMagnum2026Rows(t *testing.T) {
+	r := &report{Clusters: 100, Creates: 50, Python2026Schema: "rev23",
+		Ours:         sideResult{Ping: []load.Result{{Callers: 1, PerSec: 1500}}, List: []load.Result{{Callers: 1, PerSec: 300}}},
+		OursList2026: []load.Result{{Callers: 1, PerSec: 400}}}
+	r.side(labelPython2026).Ping = []load.Result{{Callers: 1, PerSec: 500}}
+	r.side(labelPython2026).List = []load.Result{{Callers: 1, PerSec: 40, Errors: 2}}
+	table := r.table()
+	for _, want := range []string{"python 23.0.0", "alembic rev23", "ping_conductor, 1 callers", "3.0×", "10×"} {
+		if !strings.Contains(table[strings.Index(table, "Magnum 23.0.0"):], want) {
+			t.Errorf("the 23.0.0 rows lack %q:\n%s", want, table)
+		}
+	}
+	if r.errors() != 2 {
+		t.Errorf("errors() = %d, want the 23.0.0 conductor's 2", r.errors())
+	}
+}

@@ -101,7 +101,11 @@ func dropDatabase(admin *sql.DB, name string) error {
 
 // server is one conductor under test.
 type server struct {
-	label    string // "python" | "ours"
+	label string // "python" | "ours" | "python-23.0.0"
+	// versions, when set, is the object manifest of the
+	// object_class_action_versions calls magnum-api 2026.2 sends in place
+	// of 15.0.1's object_class_action (Magnum 23.0.0 serves only those).
+	versions map[string]string
 	exchange string
 	topic    string
 	conf     string
@@ -392,8 +396,17 @@ func countClusters(raw []byte) int {
 
 // listRaw is Cluster.list's result as received.
 func listRaw(ctx context.Context, s *server) ([]byte, error) {
-	return s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "list", "1.23",
-		[]any{1000, nil}, map[string]any{"sort_key": "id", "sort_dir": "asc", "filters": map[string]any{}})
+	args, kwargs := []any{1000, nil}, map[string]any{"sort_key": "id", "sort_dir": "asc", "filters": map[string]any{}}
+	if s.versions != nil {
+		return s.api.ObjectClassActionVersions(adminCtx(ctx), objects.NameCluster, "list", s.versions, args, kwargs)
+	}
+	return s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "list", "1.23", args, kwargs)
+}
+
+// versions2026 is what magnum-api 23.0.0 sends with a Cluster class call
+// (oslo's obj_tree_get_versions("Cluster") there).
+func versions2026() map[string]string {
+	return map[string]string{objects.NameCluster: "1.24", objects.NameClusterTemplate: "1.21"}
 }
 
 // listClustersFast is listClusters with countClusters.
@@ -407,8 +420,15 @@ func listClustersFast(ctx context.Context, s *server) (int, error) {
 
 // getStatus is Cluster.get_by_uuid; "" when the cluster does not exist yet.
 func getStatus(ctx context.Context, s *server, id string) (string, error) {
-	raw, err := s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "get_by_uuid", "1.23",
-		[]any{id}, map[string]any{})
+	var raw json.RawMessage
+	var err error
+	if s.versions != nil {
+		raw, err = s.api.ObjectClassActionVersions(adminCtx(ctx), objects.NameCluster, "get_by_uuid", s.versions,
+			[]any{id}, map[string]any{})
+	} else {
+		raw, err = s.api.ObjectClassAction(adminCtx(ctx), objects.NameCluster, "get_by_uuid", "1.23",
+			[]any{id}, map[string]any{})
+	}
 	if err != nil {
 		if errors.Is(err, exception.New("ClusterNotFound", nil)) {
 			return "", nil

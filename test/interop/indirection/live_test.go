@@ -1,8 +1,10 @@
 // Package indirection_test drives the Go indirection endpoints through
 // RabbitMQ with magnum-api's own Python code (MagnumObjectIndirectionAPI,
-// test/interop/python/magnum_api_client.py, scenario "objects") and checks
-// every step's outcome. It needs RabbitMQ (127.0.0.1:5672 guest/guest),
-// MariaDB (127.0.0.1:3306 root) and python3-magnum.
+// test/interop/python/magnum_api_client.py, scenario "objects") of each
+// Python release (pyrelease.Releases: 15.0.1 on the host, 23.0.0 in the sid
+// chroot) and checks every step's outcome. It needs RabbitMQ
+// (127.0.0.1:5672 guest/guest), MariaDB (127.0.0.1:3306 root) and the
+// releases (make services).
 package indirection_test
 
 import (
@@ -12,7 +14,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/test/harness/pyrelease"
 )
 
 const brokerURL = "rabbit://guest:guest@127.0.0.1:5672/"
@@ -45,9 +47,13 @@ type step struct {
 }
 
 func TestMagnumAPIObjectsScenarioAgainstGoIndirection(t *testing.T) {
-	if _, err := os.Stat("/usr/lib/python3/dist-packages/magnum"); err != nil {
-		t.Skip("python3-magnum is not installed")
+	for _, r := range pyrelease.All() {
+		t.Run(r.Name, func(t *testing.T) { testObjectsScenario(t, r) })
 	}
+}
+
+func testObjectsScenario(t *testing.T, r pyrelease.Release) {
+	r.Require(t)
 	store := openStore(t)
 	ctx := context.Background()
 	if _, err := store.ReportServiceUp(ctx, "interop-host", "magnum-conductor"); err != nil {
@@ -105,13 +111,10 @@ func TestMagnumAPIObjectsScenarioAgainstGoIndirection(t *testing.T) {
 		opts.ControlExchange+"\nrpc_response_timeout = 20\n[conductor]\ntopic = "+topic+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script, err := filepath.Abs("../python/magnum_api_client.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := filepath.Join(r.Scripts(t), "test/interop/python/magnum_api_client.py")
 	runCtx, cancelRun := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancelRun()
-	cmd := exec.CommandContext(runCtx, "/usr/bin/python3", script, "--config-file", conf, "objects", suffix)
+	cmd := r.Python(runCtx, script, "--config-file", conf, "objects", suffix)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -131,7 +134,7 @@ func TestMagnumAPIObjectsScenarioAgainstGoIndirection(t *testing.T) {
 	}
 
 	t.Logf("%d steps from magnum_api_client.py", len(steps))
-	// What magnum-api sees from the Python 15.0.1 conductor for each step:
+	// What magnum-api sees from the Python conductor for each step:
 	// success, or the class of the exception it raises.
 	want := map[string]string{
 		"clustertemplate.create": "", "clustertemplate.get_by_uuid": "", "clustertemplate.get_by_name": "",

@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""Drives a conductor exactly as magnum-api 15.0.1 does, and prints what it saw.
+"""Drives a conductor exactly as magnum-api does, and prints what it saw.
+
+It runs under either Python release the tests use as a peer (15.0.1 on the
+host, 23.0.0 in the sid chroot), with that release's client code.
 
 It uses Magnum's own client code: the objects with MagnumObjectIndirectionAPI
 (what the `magnum-api` binary switches on), and magnum.conductor.api.API for
@@ -327,11 +330,65 @@ def scenario_lifecycle(ctx, seed):
         api, ctx, cl.uuid, ct2))
 
     emit('federation_create', lambda: api.federation_create(None, 1))
+    scenario_unsupported(ctx, api, seed)
     emit('cluster_delete_missing', lambda: api.cluster_delete(ids(seed, 97)))
     emit('cluster_delete_async', lambda: api.cluster_delete_async(cl.uuid))
     emit('wait_deleted', lambda: wait_status(ctx, cl.uuid, 'GONE'))
     ct.destroy()
     ct2.destroy()
+
+
+def scenario_unsupported(ctx, api, seed):
+    """A cluster whose template no registered driver serves: the create
+    (a cast) fails the cluster with the driver lookup's message as its
+    status_reason, and a delete (a call) raises the lookup's exception.
+    From 23.0.0 on, a template may name its driver: one that names no
+    registered driver gets ClusterDriverNotSupported."""
+    cases = [('unsupported_type', 21, {'cluster_distro': 'plan9'})]
+    if 'driver' in objects.ClusterTemplate.fields:
+        cases.append(('unregistered_driver', 23,
+                      {'cluster_distro': 'simulated', 'driver': 'k8s_nope'}))
+    for name, n, fields in cases:
+        ct = objects.ClusterTemplate(
+            ctx, uuid=ids(seed, n), name='ut-%s-%s' % (name, seed),
+            project_id=ctx.project_id, user_id=ctx.user_id,
+            coe='kubernetes', server_type='vm', image_id='img',
+            flavor_id='m1.small', master_flavor_id='m1.medium',
+            docker_volume_size=5, labels={}, public=False,
+            tls_disabled=False, registry_enabled=False, **fields)
+        ct.create()
+        cl = objects.Cluster(ctx, uuid=ids(seed, n + 1),
+                             name='uc-%s-%s' % (name, seed),
+                             project_id=ctx.project_id, user_id=ctx.user_id,
+                             cluster_template_id=ct.uuid, keypair='kp',
+                             docker_volume_size=5, labels={},
+                             master_flavor_id='m1.medium',
+                             flavor_id='m1.small', create_timeout=60,
+                             floating_ip_enabled=True,
+                             master_lb_enabled=False)
+        emit('cluster_create_' + name,
+             lambda: api.cluster_create_async(cl, 1, 1, 60))
+        emit('wait_create_failed_' + name,
+             lambda: wait_create_failed(ctx, cl.uuid))
+        emit('cluster_delete_' + name, lambda: api.cluster_delete(cl.uuid))
+
+
+def wait_create_failed(ctx, cluster_uuid, timeout=60):
+    """Polls until the cluster is CREATE_FAILED and returns its status and
+    reason; the cast may not have created it yet."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            c = objects.Cluster.get_by_uuid(ctx, cluster_uuid)
+            last = c.status
+            if c.status == 'CREATE_FAILED':
+                return [c.status, c.status_reason]
+        except Exception as e:
+            if not type(e).__name__.startswith('ClusterNotFound'):
+                raise
+        time.sleep(0.2)
+    raise RuntimeError('timed out waiting for CREATE_FAILED; last %s' % last)
 
 
 def refuse_upgrade(api, ctx, cluster_uuid, template):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs Debian's Python magnum-api (15.0.1) as the `magnum-api` binary does.
+"""Runs Debian's Python magnum-api (15.0.1 or 23.0.0) as `magnum-api` does.
 
 It is the front end of the HTTP drop-in test (test/interop/httpapi): the real
 API (pecan controllers, policy, validation, the objects with
@@ -13,27 +13,32 @@ things differ from a production magnum-api, and only these:
   middlewares only request_id is kept. keystonemiddleware's auth_token is
   not in front of the application; the test sends the X-User-Id,
   X-User-Domain-Id, X-Project-Id and X-Roles headers that auth_token would
-  set after validating a token. Werkzeug serves it with threads instead of
-  [api]/workers processes.
+  set after validating a token. With --identity USER:PROJECT:ROLES, a
+  request without X-User-Id gets those headers for that user, project and
+  roles: what auth_token sets for the token the CLI (`openstack coe ...`,
+  run with --os-auth-type none) would have sent. Werkzeug serves it with
+  threads instead of [api]/workers processes.
 * The configuration is read before magnum.conductor.api is imported (see
   _parse_config), so that [conductor]/topic is honoured.
 * attr_validator.validate_os_resources (which asks Nova, Neutron and Glance
-  whether the flavors, networks, keypair and image exist) checks nothing, and
-  Glance is replaced by an answer: every image exists, with the image's name
-  as its os_distro.
-* Policy targets carry the trustee domain, which magnum-api asks Keystone
-  for on every check; here it is [trust]/trustee_domain_id, or
-  "magnum-trustees" when that is unset (test/bench/python/run_conductor.py
-  sets it, for the API as for the conductor). Quota requests ask Keystone
-  whether the project exists; here every project does.
-* Magnum 15.0.1 ships Heat drivers only. The API asks the driver registry
-  whether a cluster type is supported; the registry of
-  test/bench/python/run_conductor.py, imported from there, answers every
-  type with its zero-delay driver.
+  whether the flavors, networks, keypair and image exist) and, in 23.0.0,
+  attr_validator.validate_flavor_root_volume_size (which asks Nova for the
+  flavor's disk) check nothing, and Glance is replaced by an answer: every
+  image exists, with the image's name as its os_distro and no
+  magnum_driver property.
+* 15.0.1's policy targets carry the trustee domain, which magnum-api asks
+  Keystone for on every check; here it is [trust]/trustee_domain_id, or
+  "magnum-trustees" when that is unset (as in
+  test/bench/python/run_conductor.py). Quota requests ask Keystone whether
+  the project exists; here every project does.
 
-Usage: run_api.py --config-file magnum.conf --port PORT
+The cluster drivers are what an operator installs on the API host: the
+`magnum.drivers` entry points found on sys.path (the tests put apihost/,
+the Go conductor's drivers, on PYTHONPATH). magnum-api's driver checks are
+the unmodified code.
+
+Usage: run_api.py --config-file magnum.conf --port PORT [--identity U:P:R]
 """
-import os
 import sys
 
 from werkzeug import serving
@@ -54,17 +59,23 @@ def _parse_config():
     i = args.index('--port')
     port = int(args[i + 1])
     del args[i:i + 2]
+    identity = None
+    if '--identity' in args:
+        i = args.index('--identity')
+        identity = args[i + 1].split(':')
+        del args[i:i + 2]
     service.prepare_service([sys.argv[0]] + args)
-    return port
+    return port, identity
 
 
-PORT = _parse_config()
+PORT, IDENTITY = _parse_config()
 
 from magnum.api import app as api_app  # noqa: E402
 from magnum.api import attr_validator  # noqa: E402
 from magnum.api import utils as api_utils  # noqa: E402
 from magnum.api import validation  # noqa: E402
 from magnum.common import clients  # noqa: E402
+from magnum.common import keystone  # noqa: E402
 from magnum.objects import base  # noqa: E402
 
 
@@ -72,8 +83,22 @@ def _no_os_resources(context, cluster_template, cluster=None):
     return None
 
 
+class _Image(dict):
+    """An image as openstacksdk returns it (23.0.0) and a dict (15.0.1)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name)
+
+
 class _Glance(object):
     images = 'images'
+
+    def find_image(self, name_or_id, ignore_missing=True):
+        return _Image(id=name_or_id, name=name_or_id, os_distro=name_or_id,
+                      properties={})
 
 
 _original_get_resource = api_utils.get_openstack_resource
@@ -81,8 +106,7 @@ _original_get_resource = api_utils.get_openstack_resource
 
 def _get_openstack_resource(manager, resource_ident, resource_type):
     if resource_type == 'images':
-        return {'id': resource_ident, 'name': resource_ident,
-                'os_distro': resource_ident}
+        return _Glance().find_image(resource_ident)
     return _original_get_resource(manager, resource_ident, resource_type)
 
 
@@ -90,15 +114,27 @@ attr_validator.validate_os_resources = _no_os_resources
 clients.OpenStackClients.glance = lambda self: _Glance()
 api_utils.get_openstack_resource = _get_openstack_resource
 validation._validate_project_id = lambda project_id: None
+if hasattr(attr_validator, 'validate_flavor_root_volume_size'):  # 23.0.0
+    attr_validator.validate_flavor_root_volume_size = (
+        lambda cli, flavor, boot_volume_size: None)
+if hasattr(keystone.KeystoneClientV3, 'trustee_domain_id'):  # 15.0.1
+    keystone.KeystoneClientV3.trustee_domain_id = property(
+        lambda self: CONF.trust.trustee_domain_id or 'magnum-trustees')
 
 
-# The cluster drivers, the trustee domain and the trust step, exactly as the
-# Python conductor of the same tests has them (the API only asks the driver
-# registry whether a template's cluster type is supported, and never runs a
-# driver).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..', '..', 'bench', 'python'))
-import run_conductor  # noqa: E402,F401
+class _DefaultIdentity(object):
+    """Sets auth_token's identity headers on requests that carry none."""
+
+    def __init__(self, app, user, project, roles):
+        self.app = app
+        self.headers = {'HTTP_X_USER_ID': user, 'HTTP_X_PROJECT_ID': project,
+                        'HTTP_X_USER_DOMAIN_ID': 'default',
+                        'HTTP_X_ROLES': roles}
+
+    def __call__(self, environ, start_response):
+        if 'HTTP_X_USER_ID' not in environ:
+            environ.update(self.headers)
+        return self.app(environ, start_response)
 
 
 def main():
@@ -106,6 +142,8 @@ def main():
     # runs in the conductor.
     base.MagnumObject.indirection_api = base.MagnumObjectIndirectionAPI()
     app = request_id.RequestId(api_app.setup_app())
+    if IDENTITY:
+        app = _DefaultIdentity(app, *IDENTITY)
     serving.run_simple('127.0.0.1', PORT, app, threaded=True)
 
 

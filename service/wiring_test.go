@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/openstack/magnum-conductor/conductor"
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
@@ -50,7 +51,7 @@ func TestPeriodicTasksFollowTheConfiguration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runner, err := buildPeriodic(cfg, store, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+		runner, err := buildPeriodic(cfg, store, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatalf("%q: %v", ini, err)
 		}
@@ -74,7 +75,7 @@ func TestHealthOptionsReachTheTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := buildPeriodic(cfg, store, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+	runner, err := buildPeriodic(cfg, store, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +128,26 @@ func TestPingEndpointFollowsTheConfiguration(t *testing.T) {
 			if res, err := disp.Dispatch(context.Background(), req); err != nil || res != "pong" {
 				t.Errorf("ping with %s: %v, %v", args, res, err)
 			}
+		}
+	}
+}
+
+// TestInterruptedOperationBound: by default an interrupted operation is
+// resumed once the driver-call deadline and one sync interval have passed;
+// the options set the bound and the attempts.
+func TestInterruptedOperationBound(t *testing.T) {
+	for ini, want := range map[string]statusmachine.Timeouts{
+		"": {Create: time.Hour, Resume: 310 * time.Second, ResumeAttempts: 3},
+		"[conductor]\ndriver_call_timeout = 60\n": {Create: time.Hour, Resume: 70 * time.Second, ResumeAttempts: 3},
+		"[conductor]\ninterrupted_operation_timeout = 20\ninterrupted_operation_attempts = 0\n": {Create: time.Hour,
+			Resume: 20 * time.Second},
+	} {
+		cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte(ini)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statusTimeouts(cfg); got != want {
+			t.Errorf("%q: %+v, want %+v", ini, got, want)
 		}
 	}
 }

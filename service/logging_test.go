@@ -1,7 +1,8 @@
-package main
+package service
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func TestDebianInitScriptCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(dir, "magnum-conductor.log")
-	if code := execute([]string{"--config-file=" + conf, "--log-file=" + logFile, "--debug"}); code != 1 {
+	if code := Main([]string{"--config-file=" + conf, "--log-file=" + logFile, "--debug"}, Options{}); code != 1 {
 		t.Fatalf("exit code %d, want 1 (no database)", code)
 	}
 	b, err := os.ReadFile(logFile)
@@ -43,10 +44,10 @@ func TestDebianInitScriptCommandLine(t *testing.T) {
 }
 
 func TestUnknownFlagAndVersion(t *testing.T) {
-	if code := execute([]string{"--no-such-flag"}); code != 1 {
+	if code := Main([]string{"--no-such-flag"}, Options{Stderr: io.Discard}); code != 1 {
 		t.Errorf("unknown flag: exit %d", code)
 	}
-	if code := execute([]string{"--version"}); code != 0 {
+	if code := Main([]string{"--version"}, Options{}); code != 0 {
 		t.Errorf("--version: exit %d", code)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -10,25 +10,31 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
-	"github.com/openstack/magnum-conductor/drivers/simulated"
 	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
-// buildDrivers lists the drivers this binary ships, explicitly: the
-// simulated driver when [simulated_driver]/enabled, and the Cluster API
-// driver. [drivers]/disabled_drivers removes any of them.
-func buildDrivers(cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
+// buildDrivers builds the drivers of the binary's factories (Main's
+// arguments; magnum-conductor's are the simulated driver, when
+// [simulated_driver]/enabled, and the Cluster API driver, when
+// configured). [drivers]/disabled_drivers removes any of them.
+func buildDrivers(ctx context.Context, st startup, cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (*drivers.Registry, error) {
+	env := DriverEnv{
+		Config: cfg,
+		Options: func(group string, into any) error {
+			return config.LoadGroup(st.files, st.dirs, group, into)
+		},
+		Log: log, Certs: certs, Keystone: keystoneOf(cfg), Lookup: store,
+	}
 	var ds []drivers.Driver
-	if cfg.SimulatedDriver.Enabled {
-		ds = append(ds, simulated.New(simulated.Options{Delay: cfg.SimulatedDriver.OperationDelay}))
-	}
-	capiDriver, err := newCAPIDriver(cfg, certs, store, log.With("component", "capi"))
-	if err != nil {
-		return nil, err
-	}
-	if capiDriver != nil {
-		ds = append(ds, capiDriver)
+	for _, f := range st.drivers {
+		d, err := f(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			ds = append(ds, d)
+		}
 	}
 	return drivers.NewRegistry(cfg.Drivers.DisabledDrivers, ds...)
 }
@@ -48,9 +54,29 @@ func startDrivers(ctx context.Context, registry *drivers.Registry, log *slog.Log
 // create_timeout times out after [cluster_heat]/create_timeout, as Magnum's
 // Heat poller does; updates and deletions have none of the conductor's own
 // (a driver may enforce its own, as the Cluster API driver does its
-// delete_timeout).
+// delete_timeout). An operation interrupted before its driver call is
+// resumed after [conductor]/interrupted_operation_timeout (by default the
+// driver-call deadline plus one sync interval: a handler still running has
+// given up its driver call by then), interrupted_operation_attempts times.
 func statusTimeouts(cfg *config.Config) statusmachine.Timeouts {
-	return statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout}
+	resume := cfg.Conductor.InterruptedOperationTimeout
+	if resume <= 0 {
+		resume = driverTimeout(cfg) + syncInterval
+	}
+	return statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout, Resume: resume,
+		ResumeAttempts: cfg.Conductor.InterruptedOperationAttempts}
+}
+
+// syncInterval is sync_cluster_status' spacing (Magnum's fixed 10 s).
+const syncInterval = 10 * time.Second
+
+// driverTimeout bounds every driver call of an RPC handler or a
+// resumption: [conductor]/driver_call_timeout.
+func driverTimeout(cfg *config.Config) time.Duration {
+	if t := cfg.Conductor.DriverCallTimeout; t > 0 {
+		return t
+	}
+	return driverCallTimeout
 }
 
 // heartbeatInterval is the spacing of update_magnum_service. Magnum's task
@@ -67,7 +93,7 @@ func heartbeatInterval(cfg *config.Config) time.Duration {
 
 // buildPeriodic wires Magnum's three periodic tasks into one runner.
 func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Registry, events *conductor.Notifications,
-	certs *certmanager.Manager, metrics *periodic.Metrics, log *slog.Logger) (*periodic.Runner, error) {
+	certs *certmanager.Manager, handlers *conductor.Handlers, metrics *periodic.Metrics, log *slog.Logger) (*periodic.Runner, error) {
 	plog := log.With("component", "periodic")
 	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: 0.05}, plog, metrics)
 
@@ -99,7 +125,10 @@ func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Regist
 		Store: store, Drivers: registry, Notifier: events, Certs: certs,
 		Sharder: membership, Log: plog, Metrics: metrics,
 	}
-	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg)}, deps)
+	if handlers != nil {
+		deps.Resumer = handlers
+	}
+	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg), Spacing: syncInterval}, deps)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -39,6 +39,15 @@ import (
 // completion is observed by sync_cluster_status.
 const driverCallTimeout = 5 * time.Minute
 
+// stopReserve is the part of shutdown_grace_period kept, after the RPC
+// server's handlers, for the rest of the stop (at most a quarter of it);
+// stopSlack is how long past the grace period a stop blocked in a close is
+// let run before the process exits anyway.
+const (
+	stopReserve = 2 * time.Second
+	stopSlack   = time.Second
+)
+
 // startupSettle is how long after it serves RPC the conductor returns its
 // start-up garbage to the OS, and pages out its start-up code
 // ([conductor] release_startup_pages).
@@ -47,6 +56,14 @@ const startupSettle = 15 * time.Second
 // serve loads the configuration, starts every part of the conductor and
 // blocks until ctx is cancelled (SIGTERM), then stops them in order.
 func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
+	// Armed at SIGTERM, disarmed by the last deferred call: a close that
+	// blocks (below) cannot hold the process past the grace period.
+	var watchdog *time.Timer
+	defer func() {
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+	}()
 	files, dirs := st.files, st.dirs
 	cfg, err := config.Load(files, dirs)
 	if err != nil {
@@ -107,7 +124,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		return &startError{fmt.Errorf("certificate manager: %w", err)}
 	}
 
-	registry, err := buildDrivers(cfg, certs, store, log)
+	registry, err := buildDrivers(ctx, st, cfg, certs, store, log)
 	if err != nil {
 		return &startError{fmt.Errorf("drivers: %w", err)}
 	}
@@ -129,7 +146,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	handlers, err := conductor.New(conductor.Deps{
 		Store: store, Certs: certs, Drivers: registry, Notifications: events,
 		Log:           log.With("component", "handlers"),
-		DriverTimeout: driverCallTimeout,
+		DriverTimeout: driverTimeout(cfg),
 		Timeouts:      statusTimeouts(cfg),
 		Lifetime:      runCtx,
 	})
@@ -153,12 +170,13 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		}
 	}()
 
-	runner, err := buildPeriodic(cfg, store, registry, events, certs, metrics, log)
+	runner, err := buildPeriodic(cfg, store, registry, events, certs, handlers, metrics, log)
 	if err != nil {
 		return &startError{err}
 	}
 
-	server, err := oslo.NewServer(osloOpts, oslo.ServerOptions{GracePeriod: cfg.Conductor.ShutdownGracePeriod},
+	server, err := oslo.NewServer(osloOpts, oslo.ServerOptions{GracePeriod: cfg.Conductor.ShutdownGracePeriod,
+		TranslateError: translateError, RetryCast: retryCast},
 		oslo.Target{Topic: cfg.Conductor.Topic}, disp, log.With("component", "rpc"))
 	if err != nil {
 		return &startError{fmt.Errorf("rpc server: %w", err)}
@@ -189,10 +207,20 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	defer freeStartup.Stop()
 
 	<-ctx.Done()
-	log.Info("stopping magnum-conductor", "grace_period", cfg.Conductor.ShutdownGracePeriod.String())
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.Conductor.ShutdownGracePeriod+5*time.Second)
+	grace := cfg.Conductor.ShutdownGracePeriod
+	log.Info("stopping magnum-conductor", "grace_period", grace.String())
+	// The whole stop fits in the grace period: the RPC server's handlers get
+	// it but for what the rest needs; a close that blocks past it (a broker
+	// or database that does not answer) is cut short.
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), grace)
 	defer cancelStop()
-	if err := server.Stop(stopCtx); err != nil {
+	watchdog = time.AfterFunc(grace+stopSlack, func() {
+		log.Error("magnum-conductor did not stop within shutdown_grace_period; exiting now", "grace_period", grace.String())
+		os.Exit(1)
+	})
+	rpcCtx, cancelRPC := context.WithTimeout(stopCtx, grace-min(grace/4, stopReserve))
+	defer cancelRPC()
+	if err := server.Stop(rpcCtx); err != nil {
 		log.Error("rpc server did not stop cleanly", "error", err)
 	}
 	cancelRun()
