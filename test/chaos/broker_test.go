@@ -132,7 +132,7 @@ func TestBrokerKillUnderLoad(t *testing.T) {
 	// 2-CPU machine (each generates four RSA keys).
 	load := StartLoad(t, client, ct, 500*time.Millisecond, 1, 10*time.Second)
 	time.Sleep(3 * time.Second) // the load runs
-	killed := time.Now() // as the kill is sent: a call may fail before Kill has seen the process gone
+	killed := time.Now()        // as the kill is sent: a call may fail before Kill has seen the process gone
 	rabbit.Nodes[0].Kill()
 	time.Sleep(5 * time.Second) // the broker is away
 	rabbit.Nodes[0].Start()
