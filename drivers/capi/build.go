@@ -133,7 +133,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 	if b, ok := l.Bool("master_lb_floating_ip_enabled"); ok && c.MasterLBEnabled {
 		fip = b
 	}
-	var dns []string
+	dns := []string{} // never null: the variable is an array
 	for _, d := range strings.Split(deref(t.DNSNameserver), ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			dns = append(dns, d)
@@ -170,7 +170,13 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		cvars = append(cvars, cv)
 	}
 
+	// Auto-healing enables the class's MachineHealthChecks; a class
+	// without them (magnum-v1) gets none, whatever the label says.
 	autoHeal, _ := l.Bool("auto_healing_enabled")
+	hc, err := classHealthChecks(s.ClassVersion)
+	if err != nil {
+		return nil, err
+	}
 	var mds []clusterv1.MachineDeploymentTopology
 	seen := map[string]bool{}
 	for _, ng := range workers {
@@ -185,7 +191,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 			Metadata: clusterv1.ObjectMeta{Labels: labelsWith(withNodeLabels(map[string]string{
 				LabelNodeGroupUUID: ng.UUID, LabelRole: objects.RoleWorker}, ng))},
 			FailureDomain: firstNonEmpty(ptr(ng.Labels["availability_zone"]), ptr(l.String("availability_zone"))),
-			HealthCheck:   clusterv1.MachineDeploymentTopologyHealthCheck{Enabled: ptr(autoHeal)},
+			HealthCheck:   clusterv1.MachineDeploymentTopologyHealthCheck{Enabled: ptr(autoHeal && hc.workers[workerClass])},
 		}
 		if isAutoscaled(l, ng) {
 			minN, maxN := autoscalerRange(l, ng)
@@ -235,7 +241,8 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 				ControlPlane: clusterv1.ControlPlaneTopology{
 					Metadata: clusterv1.ObjectMeta{Labels: labelsWith(withNodeLabels(map[string]string{
 						LabelNodeGroupUUID: master.UUID, LabelRole: objects.RoleMaster}, master))},
-					Replicas: ptr(int32(master.NodeCount)),
+					Replicas:    ptr(int32(master.NodeCount)),
+					HealthCheck: controlPlaneHealthCheck(autoHeal, hc),
 				},
 				Workers:   clusterv1.WorkersTopology{MachineDeployments: mds},
 				Variables: cvars,
@@ -283,4 +290,13 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 		delete(md, "creationTimestamp")
 	}
 	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// controlPlaneHealthCheck enables the control plane's MachineHealthCheck
+// when auto-healing is on; a class that defines none keeps the field unset.
+func controlPlaneHealthCheck(autoHeal bool, hc healthChecks) clusterv1.ControlPlaneTopologyHealthCheck {
+	if !hc.controlPlane {
+		return clusterv1.ControlPlaneTopologyHealthCheck{}
+	}
+	return clusterv1.ControlPlaneTopologyHealthCheck{Enabled: ptr(autoHeal)}
 }

@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
 // classFS holds every released ClusterClass bundle (classes/<version>.yaml).
@@ -20,7 +22,7 @@ import (
 var classFS embed.FS
 
 // LatestClassVersion is the bundle applied to new clusters by default.
-const LatestClassVersion = "v1"
+const LatestClassVersion = "v2"
 
 // ClassVersions lists the embedded ClusterClass versions, oldest first.
 func ClassVersions() []string {
@@ -69,4 +71,29 @@ func classBundle(version string) ([]*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("capi: ClusterClass bundle %s: want one ClusterClass, found %d", version, len(class))
 	}
 	return append(objs, class...), nil
+}
+
+// healthChecks says which parts of a ClusterClass bundle define a
+// MachineHealthCheck: a Cluster may enable only those (the Cluster webhook
+// refuses healthCheck.enabled true where the class defines none).
+type healthChecks struct {
+	controlPlane bool
+	workers      map[string]bool // by MachineDeployment class
+}
+
+// classHealthChecks reads the health checks a bundle version defines.
+func classHealthChecks(version string) (healthChecks, error) {
+	objs, err := classBundle(version)
+	if err != nil {
+		return healthChecks{}, err
+	}
+	cc := &clusterv1.ClusterClass{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[len(objs)-1].Object, cc); err != nil {
+		return healthChecks{}, fmt.Errorf("capi: ClusterClass bundle %s: %w", version, err)
+	}
+	hc := healthChecks{controlPlane: cc.Spec.ControlPlane.HealthCheck.IsDefined(), workers: map[string]bool{}}
+	for _, md := range cc.Spec.Workers.MachineDeployments {
+		hc.workers[md.Class] = md.HealthCheck.IsDefined()
+	}
+	return hc, nil
 }

@@ -631,7 +631,8 @@ func (d *Driver) reapply(ctx context.Context, c *objects.Cluster, ngs []*objects
 	return err
 }
 
-// DeleteCluster implements drivers.Driver: delete the Cluster (foreground);
+// DeleteCluster implements drivers.Driver: delete the Cluster (background
+// propagation: Cluster API orders the teardown);
 // UpdateClusterStatus waits for it to go, then removes the labelled Secrets
 // and the credential.
 func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
@@ -652,8 +653,15 @@ func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
 		return fmt.Errorf("capi: annotate Cluster %s for deletion: %w", r, err)
 	}
 	d.noteDeleteRequested(r, now)
-	fg := metav1.DeletePropagationForeground
-	err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	// Background, not foreground: Cluster API's own finalizer tears the
+	// cluster down in order (workers, control plane, then the
+	// infrastructure cluster: network, router, load balancer) and removes
+	// the Cluster last. Foreground propagation would have the garbage
+	// collector delete the infrastructure cluster beside servers that
+	// still use it, and without a collector leave the Cluster with its
+	// foregroundDeletion finalizer for ever (cluster-api#4085).
+	bg := metav1.DeletePropagationBackground
+	err := d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("capi: delete Cluster %s: %w", r, err)
 	}

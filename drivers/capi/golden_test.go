@@ -37,7 +37,7 @@ func TestDesiredClusterGolden(t *testing.T) {
 		{UUID: "ng-d", Name: "going", Role: objects.RoleWorker, NodeCount: 1, Status: objects.DeleteInProgress},
 	}
 	cl, err := desiredCluster(spec{Cluster: c, Template: tmpl, NodeGroups: ngs, Labels: labels, Namespace: "magnum-5a3c1f4e8b9d4c2a9e7f6b5a4c3d2e1f",
-		Name: "prod-3f2504", ClassVersion: "v1", IdentityRef: "prod-3f2504-cloud-credentials", MaxBatchSize: 2,
+		Name: "prod-3f2504", ClassVersion: LatestClassVersion, IdentityRef: "prod-3f2504-cloud-credentials", MaxBatchSize: 2,
 		Annotations: map[string]string{annotationTemplateID: "tmpl-1"}})
 	if err != nil {
 		t.Fatal(err)

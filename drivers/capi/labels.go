@@ -200,4 +200,12 @@ func (l Labels) Int(name string) (int64, bool) { n, ok := l.values[name].(int64)
 func (l Labels) Bool(name string) (bool, bool) { b, ok := l.values[name].(bool); return b, ok }
 
 // List returns a list label.
-func (l Labels) List(name string) []string { s, _ := l.values[name].([]string); return s }
+//
+// An unset list is empty, never nil: the ClusterClass variables are
+// `type: array`, and the webhooks refuse null.
+func (l Labels) List(name string) []string {
+	if s, _ := l.values[name].([]string); s != nil {
+		return s
+	}
+	return []string{}
+}

@@ -405,6 +405,16 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 		ready := i32(md.Status.AvailableReplicas)
 		counts = ready >= min && (max < 0 || ready <= max) && i32(md.Status.UpToDateReplicas) == ready
 	} else {
+		// The MachineDeployment must want what the nodegroup asks for: until
+		// the topology controller has carried a resize into it, its old,
+		// settled status says nothing about the new size.
+		if int64(want) != ng.NodeCount {
+			reason := fmt.Sprintf("waiting for the MachineDeployment to want %d replicas (it wants %d)", ng.NodeCount, want)
+			if timedOut {
+				return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+			}
+			return ngResult{Status: cur, Reason: reason}
+		}
 		counts = want >= 0 && want == i32(md.Status.UpToDateReplicas) && want == i32(md.Status.AvailableReplicas)
 	}
 	if md.Status.ObservedGeneration >= md.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
@@ -471,6 +481,13 @@ func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, now, dead
 	}
 	conds := cp.Status.Conditions
 	want := i32(cp.Spec.Replicas)
+	if int64(want) != ng.NodeCount {
+		reason := fmt.Sprintf("waiting for the control plane to want %d replicas (it wants %d)", ng.NodeCount, want)
+		if timedOut {
+			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+		}
+		return ngResult{Status: cur, Reason: reason}
+	}
 	if cp.Status.ObservedGeneration >= cp.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
 		settled(conds) && want >= 0 && want == i32(cp.Status.UpToDateReplicas) && want == i32(cp.Status.ReadyReplicas) {
 		return ngResult{Status: completeOf(cur)}

@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,15 @@ func md(gen, observed int64, replicas, upToDate, available int32, conds ...metav
 	return m
 }
 
+// wantAnnotation marks, in a table case, the nodegroup's node_count when it
+// is not the MachineDeployment's replicas.
+const wantAnnotation = "test/nodegroup-node-count"
+
+func withReplicas(m *clusterv1.MachineDeployment, _ int32) *clusterv1.MachineDeployment {
+	m.Annotations = map[string]string{wantAnnotation: "3"}
+	return m
+}
+
 func settledMDConds() []metav1.Condition {
 	return []metav1.Condition{
 		condition("Available", T, "Available", ""),
@@ -233,6 +243,8 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 		{"update: complete", objects.UpdateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateComplete, ""},
 		{"update: not fresh", objects.UpdateInProgress, md(3, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for CAPI to observe the change"},
 		{"update: counts differ", objects.UpdateInProgress, md(2, 2, 3, 2, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "machines up to date"},
+		{"resize not yet carried into the MachineDeployment: its settled old size is no answer", objects.UpdateInProgress,
+			withReplicas(md(2, 2, 1, 1, 1, settledMDConds()...), 1), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for the MachineDeployment to want 3 replicas (it wants 1)"},
 		{"update: scaling down names the condition", objects.UpdateInProgress,
 			md(2, 2, 2, 2, 3, withCond(settledMDConds(), condition("ScalingDown", T, "ScalingDown", "Scaling down from 3 to 2 replicas"))...), 3, false, time.Time{},
 			objects.UpdateInProgress, "ScalingDown True (ScalingDown): Scaling down from 3 to 2 replicas"},
@@ -247,6 +259,12 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ng := &objects.NodeGroup{Name: "ng", Status: tc.status}
+			if tc.md != nil {
+				ng.NodeCount = int64(*tc.md.Spec.Replicas)
+				if w, ok := tc.md.Annotations[wantAnnotation]; ok {
+					fmt.Sscan(w, &ng.NodeCount)
+				}
+			}
 			got := mapWorkerNodeGroup(ng, tc.md, tc.machines, tc.auto, now, tc.deadline)
 			if got.Status != tc.wantStatus {
 				t.Errorf("status = %s, want %s (reason %q)", got.Status, tc.wantStatus, got.Reason)
@@ -273,13 +291,16 @@ func TestMapControlPlaneNodeGroup(t *testing.T) {
 		return cp
 	}
 	ng := func(s string) *objects.NodeGroup {
-		return &objects.NodeGroup{Name: "default-master", Role: "master", Status: s}
+		return &objects.NodeGroup{Name: "default-master", Role: "master", Status: s, NodeCount: 3}
 	}
 	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), mk(1, 1, 3, 3, 3, settledMDConds()...), now, time.Time{}); got.Status != objects.CreateComplete {
 		t.Errorf("settled control plane: %+v, want CREATE_COMPLETE", got)
 	}
 	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(1, 1, 3, 1, 3, withCond(settledMDConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...), now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "Rolling out 2") {
 		t.Errorf("rolling control plane: %+v", got)
+	}
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(2, 2, 1, 1, 1, settledMDConds()...), now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "want 3 replicas (it wants 1)") {
+		t.Errorf("control plane resize not carried into the KubeadmControlPlane yet: %+v, want UPDATE_IN_PROGRESS", got)
 	}
 	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), nil, now, now.Add(time.Hour)); got.Status != objects.CreateInProgress || got.Reason != "waiting for the control plane" {
 		t.Errorf("missing control plane: %+v", got)
