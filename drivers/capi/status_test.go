@@ -386,3 +386,25 @@ func TestFailedDuringSync(t *testing.T) {
 		}
 	}
 }
+
+func TestConditionMessagesAreCondensedIntoOneLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"Waiting for a Node", "Waiting for a Node"},
+		{"* MachineDeployment md-0:\n  * Scaling up from 1 to 3 replicas\n* KubeadmControlPlane k8s-cp:\n  * Machine k8s-cp-x:\n    * NodeHealthy: Waiting for a Node\n",
+			"MachineDeployment md-0: Scaling up from 1 to 3 replicas; KubeadmControlPlane k8s-cp: Machine k8s-cp-x: NodeHealthy: Waiting for a Node"},
+		{"* Machines a, b are not up-to-date\n* Machine c is deleting", "Machines a, b are not up-to-date; Machine c is deleting"},
+	} {
+		if got := condense(tc.in); got != tc.want {
+			t.Errorf("condense(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := condense("* " + strings.Repeat("x", 2*maxReasonMessage))
+	if n := len([]rune(long)); n != maxReasonMessage || !strings.HasSuffix(long, "…") {
+		t.Errorf("a long message is %d characters (%q…), want %d ending in …", n, long[:20], maxReasonMessage)
+	}
+	c := &metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "NotAvailable", Message: "* Control plane:\n  * not available"}
+	if got, want := describe(c), "Available False (NotAvailable): Control plane: not available"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+}
