@@ -24,6 +24,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep"
 )
 
 // Deps are the driver's collaborators.
@@ -33,6 +34,10 @@ type Deps struct {
 	Certs       CertSource
 	Credentials CredentialIssuer
 	Store       Store
+	// Sweeper deletes, at a cluster's delete, the load balancers and
+	// volumes its cloud controller manager and CSI plugin created; nil
+	// disables it (NewForConfig sets cloudsweep's).
+	Sweeper CloudSweeper
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -158,7 +163,8 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 	if err != nil {
 		return nil, err
 	}
-	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store}, log)
+	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store,
+		Sweeper: cloudsweep.New(cloudRequestTimeout)}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -653,6 +659,7 @@ func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
 		return fmt.Errorf("capi: annotate Cluster %s for deletion: %w", r, err)
 	}
 	d.noteDeleteRequested(r, now)
+	d.sweepBeforeDelete(ctx, c, r.Namespace)
 	// Background, not foreground: Cluster API's own finalizer tears the
 	// cluster down in order (workers, control plane, then the
 	// infrastructure cluster: network, router, load balancer) and removes
@@ -669,12 +676,25 @@ func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
 	return nil
 }
 
-// cleanup removes what the driver created beside the Cluster: the labelled
-// Secrets and the cloud credentials they name.
+// cleanup removes what the driver created beside the Cluster: the cloud
+// resources of its add-ons (sweepCloud), the labelled Secrets and the
+// cloud credentials they name.
 func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) error {
 	secrets, err := d.deps.Core.ListSecrets(ctx, ns, LabelClusterUUID+"="+deref(c.UUID))
 	if err != nil {
 		return err
+	}
+	// The cloud resources the cluster's add-ons created go first, while
+	// its credential still works: the load balancers a Service created
+	// after the first sweep, and the volumes, detached now that the
+	// servers are gone. What is left (a volume still detaching) keeps the
+	// delete in progress until the next sync.
+	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true})
+	if err != nil {
+		return err
+	}
+	if len(remaining) > 0 {
+		return fmt.Errorf("waiting for %s", strings.Join(remaining, ", "))
 	}
 	var errs []error
 	for _, s := range secrets {

@@ -118,6 +118,11 @@ func newEnv(t testing.TB) *env {
 // around the transport of the driver's own client; the test's client
 // (e.dyn, playing Cluster API) is never wrapped.
 func newEnvWith(t testing.TB, opts Options, wrap func(http.RoundTripper) http.RoundTripper) *env {
+	return newEnvDeps(t, opts, wrap, nil)
+}
+
+// newEnvDeps is newEnvWith with a last say on the driver's Deps.
+func newEnvDeps(t testing.TB, opts Options, wrap func(http.RoundTripper) http.RoundTripper, deps func(*env, *Deps)) *env {
 	needServer(t)
 	e := &env{creds: &fakeCreds{},
 		store: &memStore{templates: map[string]*objects.ClusterTemplate{}, ngs: map[string][]*objects.NodeGroup{}}, project: randHex(16)}
@@ -141,8 +146,12 @@ func newEnvWith(t testing.TB, opts Options, wrap func(http.RoundTripper) http.Ro
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	d, err := New(opts, Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
-		Now: func() time.Time { return *e.now.Load() }}, log)
+	dd := Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
+		Now: func() time.Time { return *e.now.Load() }}
+	if deps != nil {
+		deps(e, &dd)
+	}
+	d, err := New(opts, dd, log)
 	if err != nil {
 		t.Fatal(err)
 	}
