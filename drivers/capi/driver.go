@@ -441,6 +441,9 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 		return nil, fmt.Errorf("capi: apply Cluster %s: %w", r, err)
 	}
 	d.noteWritten(r, applied.GetGeneration())
+	if err := d.reconcileAutoscaler(ctx, c, r, want, string(applied.GetUID()), labels); err != nil {
+		return nil, err
+	}
 	return want, nil
 }
 
@@ -689,6 +692,9 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 	// after the first sweep, and the volumes, detached now that the
 	// servers are gone. What is left (a volume still detaching) keeps the
 	// delete in progress until the next sync.
+	if err := d.deleteAutoscalerOf(ctx, c, ns); err != nil {
+		return err
+	}
 	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true})
 	if err != nil {
 		return err
