@@ -32,7 +32,7 @@ import (
 // controllers); creating them is not measured. `make bench-capi-scale`
 // runs them:
 //
-//	go test -run '^$' -bench Scale -benchtime 1x -timeout 60m ./drivers/capi/
+//	go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 180m ./drivers/capi/
 const (
 	scalePerProject = 100 // clusters per project (namespace)
 	scaleCreators   = 16  // fixture objects created at once
