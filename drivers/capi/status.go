@@ -433,9 +433,17 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 	counts := false
 	want := i32(md.Spec.Replicas)
 	if autoscaled {
+		if !sized(ng, md) {
+			reason := fmt.Sprintf("waiting for the MachineDeployment to be sized to %d replicas", sizingTarget(ng, md))
+			if timedOut {
+				return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+			}
+			return ngResult{Status: cur, Reason: reason}
+		}
 		min, max := autoscalerBounds(md)
 		ready := i32(md.Status.AvailableReplicas)
-		counts = ready >= min && (max < 0 || ready <= max) && i32(md.Status.UpToDateReplicas) == ready
+		counts = ready >= min && (max < 0 || ready <= max) && i32(md.Status.UpToDateReplicas) == ready &&
+			ready == i32(md.Spec.Replicas)
 	} else {
 		// The MachineDeployment must want what the nodegroup asks for: until
 		// the topology controller has carried a resize into it, its old,
