@@ -251,7 +251,7 @@ func renderCases() []renderCase {
 		// The autoscaler's image tag: it goes into the cluster-autoscaler
 		// Deployment (TestAutoscalerRunsBesideAnAutoscaledCluster), not the
 		// Cluster.
-		{name: "autoscaler_tag", labels: map[string]string{"auto_scaling_enabled": "true", "autoscaler_tag": "v1.33.1"}},
+		{name: "autoscaler_tag", labels: map[string]string{"autoscaler_tag": "v1.33.1"}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
