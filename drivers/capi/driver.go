@@ -40,9 +40,11 @@ type Deps struct {
 // Driver is the Cluster API driver.
 type Driver struct {
 	opts Options
-	deps Deps
-	log  *slog.Logger
-	now  func() time.Time
+	// classes are the ClusterClass bundles the driver applies.
+	classes classSet
+	deps    Deps
+	log     *slog.Logger
+	now     func() time.Time
 	// cache is replaced by a new one when the management cluster answers
 	// again after it was lost (see watchManagement).
 	cache atomic.Pointer[stateCache]
@@ -173,11 +175,15 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 		return nil, errors.New("capi: a logger is required")
 	}
 	opts = opts.withDefaults()
+	classes, err := loadClasses(opts.ClassDir)
+	if err != nil {
+		return nil, err
+	}
 	now := deps.Now
 	if now == nil {
 		now = time.Now
 	}
-	d := &Driver{opts: opts, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
+	d := &Driver{opts: opts, classes: classes, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
 	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod, d.kickProbe)
 	if err != nil {
 		return nil, err
@@ -420,7 +426,7 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	ann[annotationTemplateID] = firstNonEmpty(c.ClusterTemplateID)
 	want, err := desiredCluster(spec{
 		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
-		ClassVersion: ao.classVersion, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
+		ClassVersion: ao.classVersion, Classes: d.classes, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
 	})
 	if err != nil {
 		return nil, err
@@ -442,7 +448,7 @@ const annotationMaxBatch = "magnum.openstack.org/max-batch-size"
 
 // applyClass applies a ClusterClass bundle into ns.
 func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
-	objs, err := classBundle(version)
+	objs, err := d.classes.bundle(version)
 	if err != nil {
 		return err
 	}
@@ -492,7 +498,7 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 	// Validate the whole topology before the first write.
 	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t))
 	if _, err := desiredCluster(spec{Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace,
-		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, IdentityRef: "x"}); err != nil {
+		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		return err
 	}
 	c.StackID = ptr(r.String())
