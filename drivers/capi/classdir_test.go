@@ -90,3 +90,12 @@ func TestClassDirRefusesBadBundles(t *testing.T) {
 		t.Fatalf("a version no bundle has: %v", err)
 	}
 }
+
+// Without a RESTMapper, a kind beyond the released bundles' gets the
+// plural its CRD conventionally has.
+func TestResourceForOtherProvidersKinds(t *testing.T) {
+	gvr, err := resourceFor("infrastructure.cluster.x-k8s.io/v1beta2", "DevMachineTemplate")
+	if err != nil || gvr.Resource != "devmachinetemplates" || gvr.Group != "infrastructure.cluster.x-k8s.io" || gvr.Version != "v1beta2" {
+		t.Fatalf("%v, %v", gvr, err)
+	}
+}

@@ -13,10 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -33,6 +37,10 @@ type Deps struct {
 	Certs       CertSource
 	Credentials CredentialIssuer
 	Store       Store
+	// Mapper resolves the kinds of the ClusterClass bundles to resources
+	// through discovery (NewForConfig sets one). Nil: the released bundles'
+	// kinds, and the conventional plural of any other.
+	Mapper meta.RESTMapper
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -160,7 +168,12 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 	if err != nil {
 		return nil, err
 	}
-	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store}, log)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store, Mapper: mapper}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -461,7 +474,7 @@ func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
 		}
 		l["magnum.openstack.org/class-version"] = version
 		o.SetLabels(l)
-		gvr, err := resourceFor(o.GetAPIVersion(), o.GetKind())
+		gvr, err := d.resource(o.GetAPIVersion(), o.GetKind())
 		if err != nil {
 			return err
 		}
