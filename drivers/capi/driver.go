@@ -745,11 +745,15 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		}
 	}
 	var failedNow []string // nodegroups that failed at this sync
+	var version string     // what every nodegroup converges to
+	if obs.Cluster != nil {
+		version = obs.Cluster.Spec.Topology.Version
+	}
 	for _, ng := range ngs {
 		var res ngResult
 		var addrs []string
 		if ng.Role == objects.RoleMaster {
-			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, now, d.createDeadlineFor(c, ng, createDeadline))
+			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, version, now, d.createDeadlineFor(c, ng, createDeadline))
 			for _, m := range obs.Machines {
 				if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 					if a := machineAddress(m); a != "" {
@@ -773,7 +777,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			// apply wrote (the template's labels under the cluster's), not
 			// worked out again from the cluster's labels alone.
 			auto := appliedAutoscaled(md)
-			res = mapWorkerNodeGroup(ng, md, machines, auto, now, d.createDeadlineFor(c, ng, createDeadline))
+			res = mapWorkerNodeGroup(ng, md, machines, auto, version, now, d.createDeadlineFor(c, ng, createDeadline))
 			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
 				ng.NodeCount = int64(*md.Spec.Replicas)
 			}
