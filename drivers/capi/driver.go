@@ -754,22 +754,30 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		var addrs []string
 		if ng.Role == objects.RoleMaster {
 			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, version, now, d.createDeadlineFor(c, ng, createDeadline))
+			outdated := 0
 			for _, m := range obs.Machines {
 				if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 					if a := machineAddress(m); a != "" {
 						addrs = append(addrs, a)
 					}
+					if otherVersion(m, version) {
+						outdated++
+					}
 				}
 			}
+			res = holdForVersion(ng, res, outdated, version)
 		} else {
 			mdName := mdNameFor(ng)
 			md := obs.Deployments[mdName]
-			machines := 0
+			machines, outdated := 0, 0
 			for _, m := range obs.Machines {
 				if m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName {
 					machines++
 					if a := machineAddress(m); a != "" {
 						addrs = append(addrs, a)
+					}
+					if otherVersion(m, version) {
+						outdated++
 					}
 				}
 			}
@@ -778,6 +786,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			// worked out again from the cluster's labels alone.
 			auto := appliedAutoscaled(md)
 			res = mapWorkerNodeGroup(ng, md, machines, auto, version, now, d.createDeadlineFor(c, ng, createDeadline))
+			res = holdForVersion(ng, res, outdated, version)
 			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
 				ng.NodeCount = int64(*md.Spec.Replicas)
 			}
@@ -845,6 +854,24 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		}
 	}
 	return nil
+}
+
+// otherVersion reports whether Machine m runs a version other than the
+// topology's (both known).
+func otherVersion(m *clusterv1.Machine, version string) bool {
+	return version != "" && m.Spec.Version != "" && m.Spec.Version != version
+}
+
+// holdForVersion keeps a nodegroup in progress while outdated of its
+// Machines run another version than the topology's: for a moment after a
+// MachineDeployment has moved to a new version, its status still counts
+// the old Machines as up to date (the lifecycle test against the real
+// controllers saw a worker complete an upgrade that way).
+func holdForVersion(ng *objects.NodeGroup, res ngResult, outdated int, version string) ngResult {
+	if outdated == 0 || res.Status == ng.Status || !strings.HasSuffix(res.Status, "_COMPLETE") {
+		return res
+	}
+	return ngResult{Status: ng.Status, Reason: fmt.Sprintf("waiting for %d machines to move to %s", outdated, version)}
 }
 
 // failedDuringSync fails a create or an update still in progress when one

@@ -413,3 +413,29 @@ func TestFailedDuringSync(t *testing.T) {
 		}
 	}
 }
+
+// A nodegroup whose Machines do not all run the topology's version is not
+// complete, whatever the replica counts say; one already settled is left
+// as it is.
+func TestHoldForVersion(t *testing.T) {
+	ng := &objects.NodeGroup{Name: "ng", Status: objects.UpdateInProgress}
+	got := holdForVersion(ng, ngResult{Status: objects.UpdateComplete}, 1, "v1.34.1")
+	if got.Status != objects.UpdateInProgress || got.Reason != "waiting for 1 machines to move to v1.34.1" {
+		t.Errorf("%+v, want UPDATE_IN_PROGRESS", got)
+	}
+	if got := holdForVersion(ng, ngResult{Status: objects.UpdateComplete}, 0, "v1.34.1"); got.Status != objects.UpdateComplete {
+		t.Errorf("every Machine on the version: %+v", got)
+	}
+	if got := holdForVersion(ng, ngResult{Status: objects.UpdateFailed, Reason: "x"}, 2, "v1.34.1"); got.Status != objects.UpdateFailed {
+		t.Errorf("a failure is not held: %+v", got)
+	}
+	settledNG := &objects.NodeGroup{Name: "ng", Status: objects.UpdateComplete}
+	if got := holdForVersion(settledNG, ngResult{Status: objects.UpdateComplete}, 2, "v1.34.1"); got.Status != objects.UpdateComplete {
+		t.Errorf("a settled nodegroup is left as it is: %+v", got)
+	}
+	m := &clusterv1.Machine{}
+	m.Spec.Version = "v1.33.4"
+	if !otherVersion(m, "v1.34.1") || otherVersion(m, "v1.33.4") || otherVersion(m, "") {
+		t.Error("otherVersion")
+	}
+}
