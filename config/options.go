@@ -255,6 +255,7 @@ type CAPIDriverOpts struct {
 	CloudRegion         string            `ini:"cloud_region" default:"" help:"OpenStack region written into the clouds.yaml of each cluster's cloud-credentials Secret (used by the OpenStack Cluster API provider); empty writes none."`
 	CloudInterface      string            `ini:"cloud_interface" default:"public" choices:"public|internal|admin" help:"Endpoint interface written into the clouds.yaml of each cluster's cloud-credentials Secret."`
 	CloudCAFile         string            `ini:"cloud_ca_file" default:"" help:"PEM file of the CA that signs the OpenStack API endpoints, copied into each cluster's cloud-credentials Secret; empty uses the system CAs."`
+	AutoscalerImage     string            `ini:"autoscaler_image" default:"registry.k8s.io/autoscaling/cluster-autoscaler" help:"cluster-autoscaler image (without a tag) run in the management cluster for each cluster with autoscaled nodegroups; the tag is the cluster's autoscaler_tag label, else v<Kubernetes minor>.0. Point it at a local registry for air-gapped clouds."`
 	KeystoneTimeout     time.Duration     `ini:"keystone_timeout" unit:"s" default:"30" min:"1" help:"Seconds an HTTP request to Keystone may take when the driver creates, verifies or deletes a cluster's application credential."`
 }
 

@@ -1,6 +1,7 @@
 package pyurl
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 )
@@ -33,6 +34,9 @@ func TestUnquote(t *testing.T) {
 func TestUnquoteMatchesPython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no python3: CI must run this comparison")
+		}
 		t.Skip("no python3")
 	}
 	inputs := []string{"s3cr%40t", "100%zz%4", "%%41", "a%4", "%41%", "%g1%1g%41x", "%7e%7E", "x%2"}

@@ -47,6 +47,7 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		ProbeInterval:       c.ProbeInterval,
 		ProbeTimeout:        c.ProbeTimeout,
 		CacheSyncTimeout:    c.StartTimeout,
+		AutoscalerImage:     c.AutoscalerImage,
 	}
 }
 

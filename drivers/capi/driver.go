@@ -28,6 +28,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep"
 )
 
 // Deps are the driver's collaborators.
@@ -41,6 +42,10 @@ type Deps struct {
 	// through discovery (NewForConfig sets one). Nil: the released bundles'
 	// kinds, and the conventional plural of any other.
 	Mapper meta.RESTMapper
+	// Sweeper deletes, at a cluster's delete, the load balancers and
+	// volumes its cloud controller manager and CSI plugin created; nil
+	// disables it (NewForConfig sets cloudsweep's).
+	Sweeper CloudSweeper
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -173,7 +178,8 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store, Mapper: mapper}, log)
+	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store,
+		Sweeper: cloudsweep.New(cloudRequestTimeout), Mapper: mapper}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -454,6 +460,9 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 		return nil, fmt.Errorf("capi: apply Cluster %s: %w", r, err)
 	}
 	d.noteWritten(r, applied.GetGeneration())
+	if err := d.reconcileAutoscaler(ctx, c, r, want, string(applied.GetUID()), labels); err != nil {
+		return nil, err
+	}
 	return want, nil
 }
 
@@ -672,6 +681,7 @@ func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
 		return fmt.Errorf("capi: annotate Cluster %s for deletion: %w", r, err)
 	}
 	d.noteDeleteRequested(r, now)
+	d.sweepBeforeDelete(ctx, c, r.Namespace)
 	// Background, not foreground: Cluster API's own finalizer tears the
 	// cluster down in order (workers, control plane, then the
 	// infrastructure cluster: network, router, load balancer) and removes
@@ -688,12 +698,28 @@ func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
 	return nil
 }
 
-// cleanup removes what the driver created beside the Cluster: the labelled
-// Secrets and the cloud credentials they name.
+// cleanup removes what the driver created beside the Cluster: the cloud
+// resources of its add-ons (sweepCloud), the labelled Secrets and the
+// cloud credentials they name.
 func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) error {
 	secrets, err := d.deps.Core.ListSecrets(ctx, ns, LabelClusterUUID+"="+deref(c.UUID))
 	if err != nil {
 		return err
+	}
+	// The cloud resources the cluster's add-ons created go first, while
+	// its credential still works: the load balancers a Service created
+	// after the first sweep, and the volumes, detached now that the
+	// servers are gone. What is left (a volume still detaching) keeps the
+	// delete in progress until the next sync.
+	if err := d.deleteAutoscalerOf(ctx, c, ns); err != nil {
+		return err
+	}
+	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true})
+	if err != nil {
+		return err
+	}
+	if len(remaining) > 0 {
+		return fmt.Errorf("waiting for %s", strings.Join(remaining, ", "))
 	}
 	var errs []error
 	for _, s := range secrets {
@@ -785,9 +811,21 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			// apply wrote (the template's labels under the cluster's), not
 			// worked out again from the cluster's labels alone.
 			auto := appliedAutoscaled(md)
+			inProgress := strings.HasSuffix(ng.Status, "_IN_PROGRESS") && ng.Status != objects.DeleteInProgress
+			if auto && md != nil && inProgress {
+				// A create or resize sizes the MachineDeployment once; the
+				// mapping waits until the cache shows it sized.
+				if err := d.sizeAutoscaled(ctx, r, ng, md); err != nil {
+					d.log.Warn("could not size an autoscaled nodegroup; retried at the next sync",
+						append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "error", err)...)
+				}
+			}
 			res = mapWorkerNodeGroup(ng, md, machines, auto, version, now, d.createDeadlineFor(c, ng, createDeadline))
 			res = holdForVersion(ng, res, outdated, version)
-			if auto && md != nil && md.Spec.Replicas != nil && ng.Status != objects.DeleteInProgress {
+			// Settled, the autoscaler's size is the nodegroup's node_count;
+			// in progress, node_count is what was asked for.
+			if auto && md != nil && md.Spec.Replicas != nil && !strings.HasSuffix(ng.Status, "_IN_PROGRESS") &&
+				md.Annotations[annotationSizedNodeCount] != "" {
 				ng.NodeCount = int64(*md.Spec.Replicas)
 			}
 		}
@@ -992,10 +1030,9 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCoun
 	if !ok {
 		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
 	}
-	// The template's labels count as at apply (autoscaling may come from
-	// them). Read before the first write.
-	t, err := d.template(ctx, c)
-	if err != nil {
+	// The re-apply needs the template: a missing one fails before the
+	// first write.
+	if _, err := d.template(ctx, c); err != nil {
 		return err
 	}
 	// Resolve every node before the first write.
@@ -1058,13 +1095,8 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCoun
 		ng.NodeCount = prevCount
 		return err
 	}
-	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t)) // validated at create; defaults on error
-	if ng.Role != objects.RoleMaster && isAutoscaled(labels, ng) {
-		if err := d.setAutoscaledReplicas(ctx, r, ng, nodeCount); err != nil {
-			ng.NodeCount = prevCount
-			return err
-		}
-	}
+	// An autoscaled nodegroup's new node_count is written on its
+	// MachineDeployment by the status sync (sizeAutoscaled), once.
 	if err := d.reapply(ctx, c, ngs, applyOptions{}); err != nil {
 		ng.NodeCount = prevCount
 		return err
@@ -1072,27 +1104,6 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCoun
 	ng.Status = objects.UpdateInProgress
 	d.log.Info("cluster resized", append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "node_count", nodeCount, "nodes_removed", len(victims))...)
 	return nil
-}
-
-// setAutoscaledReplicas writes replicas of an autoscaled MachineDeployment
-// topology once, as an update by a separate manager: the driver's apply
-// never owns the field, so the autoscaler keeps control afterwards.
-func (d *Driver) setAutoscaledReplicas(ctx context.Context, r ref, ng *objects.NodeGroup, n int) error {
-	cl, err := d.liveCluster(ctx, r)
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(cl.Spec.Topology.Workers.MachineDeployments, func(md clusterv1.MachineDeploymentTopology) bool {
-		return md.Name == mdNameFor(ng)
-	})
-	if i < 0 {
-		return nil // not applied yet: the apply creates it without replicas
-	}
-	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/topology/workers/machineDeployments/%d/name","value":%q},`+
-		`{"op":"add","path":"/spec/topology/workers/machineDeployments/%d/replicas","value":%d}]`, i, mdNameFor(ng), i, n)
-	_, err = d.deps.Dynamic.Resource(gvrCluster).Namespace(r.Namespace).Patch(ctx, r.Name, types.JSONPatchType, []byte(patch),
-		metav1.PatchOptions{FieldManager: FieldManager + "-resize"})
-	return err
 }
 
 // CreateNodeGroup implements drivers.Driver: a new MachineDeployment in the

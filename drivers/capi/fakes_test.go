@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"fmt"
+	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep/cloudsweeptest"
 	"sync"
 
 	"github.com/openstack/magnum-conductor/api/exception"
@@ -26,12 +27,18 @@ type fakeCreds struct {
 	revoked     []string
 	revokedRefs []CredentialRef
 	verifyErr   error
+	// cloud, when set, is the fake OpenStack the credentials are for.
+	cloud *cloudsweeptest.Cloud
 }
 
 func (f *fakeCreds) Issue(ctx context.Context, c *objects.Cluster) (Credential, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
+	if f.cloud != nil {
+		return Credential{ID: cloudsweeptest.CredentialID, Secret: cloudsweeptest.CredentialSecret, AuthURL: f.cloud.URL + "/identity",
+			UserID: request.From(ctx).UserID}, nil
+	}
 	return Credential{ID: fmt.Sprintf("appcred-%d", f.n), Secret: "s3cret", AuthURL: "https://keystone.example/v3",
 		UserID: request.From(ctx).UserID}, nil
 }

@@ -118,6 +118,11 @@ func newEnv(t testing.TB) *env {
 // around the transport of the driver's own client; the test's client
 // (e.dyn, playing Cluster API) is never wrapped.
 func newEnvWith(t testing.TB, opts Options, wrap func(http.RoundTripper) http.RoundTripper) *env {
+	return newEnvDeps(t, opts, wrap, nil)
+}
+
+// newEnvDeps is newEnvWith with a last say on the driver's Deps.
+func newEnvDeps(t testing.TB, opts Options, wrap func(http.RoundTripper) http.RoundTripper, deps func(*env, *Deps)) *env {
 	needServer(t)
 	e := &env{creds: &fakeCreds{},
 		store: &memStore{templates: map[string]*objects.ClusterTemplate{}, ngs: map[string][]*objects.NodeGroup{}}, project: randHex(16)}
@@ -141,8 +146,12 @@ func newEnvWith(t testing.TB, opts Options, wrap func(http.RoundTripper) http.Ro
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	d, err := New(opts, Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
-		Now: func() time.Time { return *e.now.Load() }}, log)
+	dd := Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
+		Now: func() time.Time { return *e.now.Load() }}
+	if deps != nil {
+		deps(e, &dd)
+	}
+	d, err := New(opts, dd, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -916,87 +925,117 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	}
 }
 
-func TestAutoscaledNodeGroupLeavesReplicasToTheAutoscaler(t *testing.T) {
-	e := newEnv(t)
-	c := e.newCluster("auto", map[string]string{"kube_tag": "v1.33.4", "auto_scaling_enabled": "true"},
-		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(5))})
-	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
-		t.Fatal(err)
-	}
-	r, _ := refOf(c)
-	md := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]
-	if md.Replicas != nil || md.Metadata.Annotations[clusterv1.AutoscalerMinSizeAnnotation] != "1" || md.Metadata.Annotations[clusterv1.AutoscalerMaxSizeAnnotation] != "5" {
-		t.Fatalf("autoscaled topology = %+v", md)
-	}
-	// The autoscaler (another manager) sets replicas; re-applying the
-	// topology must not take them back or conflict.
-	u, _ := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Get(context.Background(), r.Name, metav1.GetOptions{})
-	patch := `[{"op":"add","path":"/spec/topology/workers/machineDeployments/0/replicas","value":4}]`
-	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(context.Background(), u.GetName(), "application/json-patch+json",
-		[]byte(patch), metav1.PatchOptions{FieldManager: "cluster-autoscaler"}); err != nil {
-		t.Fatal(err)
-	}
-	ng := e.nodeGroups(c)[1]
-	ng.Labels = map[string]string{"auto_scaling_enabled": "true"}
-	if err := e.d.UpdateNodeGroup(context.Background(), c, ng); err != nil {
-		t.Fatal(err)
-	}
-	if got := deref(e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0].Replicas); got != 4 {
-		t.Errorf("replicas after re-apply = %d, want the autoscaler's 4", got)
-	}
-}
-
-// TestAutoscalingFromTheTemplateCountsForResizeAndStatus: with
-// auto_scaling_enabled only in the template's labels, the topology is
-// applied autoscaled, and resize and status sync treat the nodegroup the
-// same way: a resize sets the replicas the autoscaler then owns, and the
-// status sync reads the autoscaler's count back into node_count.
-func TestAutoscalingFromTheTemplateCountsForResizeAndStatus(t *testing.T) {
+// An autoscaled nodegroup's topology carries the autoscaler's range and
+// never replicas (the Cluster webhook refuses both together): Cluster API
+// creates the MachineDeployment at its minimum, the status sync sizes it
+// once to node_count, and the autoscaler owns replicas from then on; a
+// re-apply takes nothing back. With auto_scaling_enabled only in the
+// template's labels, resize and status sync treat the nodegroup the same
+// way: a resize is sized once, and settled, node_count reads the
+// autoscaler's count.
+func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 	e := newEnv(t)
 	c := e.newCluster("tmplauto", map[string]string{"kube_tag": "v1.33.4"},
 		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(5))})
 	e.store.mu.Lock()
 	e.store.templates[*c.ClusterTemplateID].Labels["auto_scaling_enabled"] = "true"
 	e.store.mu.Unlock()
-	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+	ctx := context.Background()
+	if err := e.d.CreateCluster(ctx, c, 60); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := refOf(c)
 	p := &capi{t: t, e: e, r: r, c: c}
 	topo := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]
-	if topo.Replicas != nil || topo.Metadata.Annotations[clusterv1.AutoscalerMinSizeAnnotation] != "1" {
-		t.Fatalf("applied topology is not autoscaled: %+v", topo)
+	if topo.Replicas != nil || topo.Metadata.Annotations[clusterv1.AutoscalerMinSizeAnnotation] != "1" ||
+		topo.Metadata.Annotations[clusterv1.AutoscalerMaxSizeAnnotation] != "5" {
+		t.Fatalf("applied topology is not autoscaled, or carries replicas: %+v", topo)
 	}
+	p.controlPlane(1, "v1.33.4")
+	p.machine(r.Name+"-cp-0", "", "srv-cp-0", "10.0.0.10", true)
+	// Cluster API creates the MachineDeployment at the minimum size.
+	p.machineDeployment("default-worker", 1)
+	mdName := r.Name + "-default-worker"
+	setAnnotations := func(a map[string]string) {
+		u, err := e.dyn.Resource(gvrMD).Namespace(r.Namespace).Get(ctx, mdName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		for k, v := range a {
+			ann[k] = v
+		}
+		u.SetAnnotations(ann)
+		if _, err := e.dyn.Resource(gvrMD).Namespace(r.Namespace).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setAnnotations(topo.Metadata.Annotations)
+	p.mdStatus("default-worker", 1, 1, 1, settledMDConds()...)
+	mdReplicas := func() int64 {
+		u, err := e.dyn.Resource(gvrMD).Namespace(r.Namespace).Get(ctx, mdName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		return n
+	}
+	// Its settled minimum size is not the nodegroup's: the sync sizes it.
+	e.syncUntil(t, c, objects.CreateInProgress, "")
+	eventually(t, "the MachineDeployment sized to node_count 2", func() (bool, string) {
+		if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+		return mdReplicas() == 2, fmt.Sprintf("replicas %d, nodegroup %s (%s)", mdReplicas(), e.nodeGroups(c)[1].Status, deref(e.nodeGroups(c)[1].StatusReason))
+	})
+	if ng := e.nodeGroups(c)[1]; ng.Status != objects.CreateInProgress {
+		t.Fatalf("nodegroup %s before its 2 machines are available", ng.Status)
+	}
+	p.mdStatus("default-worker", 2, 2, 2, settledMDConds()...)
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) { st.Conditions = healthyConds() })
+	e.syncUntil(t, c, objects.CreateComplete, "")
 
-	// Resize: the replicas are set once, for the autoscaler to own.
-	ng := e.nodeGroups(c)[1]
-	if err := e.d.ResizeCluster(context.Background(), c, 3, nil, ng); err != nil {
+	// The autoscaler moves it to 4; settled, node_count follows, and a
+	// re-apply takes nothing back.
+	if _, err := e.dyn.Resource(gvrMD).Namespace(r.Namespace).Patch(ctx, mdName, "application/merge-patch+json",
+		[]byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{FieldManager: "cluster-autoscaler"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := deref(e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0].Replicas); got != 3 {
-		t.Fatalf("replicas after resize = %d, want 3", got)
-	}
-
-	// Cluster API creates the MachineDeployment with the topology's
-	// annotations; the autoscaler has since moved it to 4.
-	md := &clusterv1.MachineDeployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment"},
-		ObjectMeta: p.ownedMeta(r.Name+"-default-worker", map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "default-worker"}),
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: r.Name, Replicas: ptr(int32(4)),
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "default-worker"}},
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{ClusterName: r.Name,
-				Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr("bootstrap")}, InfrastructureRef: infraRef("OpenStackMachineTemplate", "w")}},
-		},
-	}
-	md.Annotations = topo.Metadata.Annotations
-	p.create(gvrMD, md)
+	p.mdStatus("default-worker", 4, 4, 4, settledMDConds()...)
+	c.Status = objects.UpdateInProgress // an unrelated update in progress: the sync reads settled nodegroups
 	eventually(t, "node_count read from the autoscaled MachineDeployment", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		n := e.nodeGroups(c)[1].NodeCount
 		return n == 4, fmt.Sprintf("node_count %d", n)
+	})
+	if err := e.d.UpdateNodeGroup(ctx, c, e.nodeGroups(c)[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := mdReplicas(); got != 4 {
+		t.Errorf("replicas after re-apply = %d, want the autoscaler's 4", got)
+	}
+	if topo := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]; topo.Replicas != nil {
+		t.Errorf("re-apply wrote topology replicas %d beside the autoscaler's annotations", *topo.Replicas)
+	}
+
+	// A resize to 3 is sized once (the topology still has no replicas).
+	ng := e.nodeGroups(c)[1]
+	if err := e.d.ResizeCluster(ctx, c, 3, nil, ng); err != nil {
+		t.Fatal(err)
+	}
+	if topo := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]; topo.Replicas != nil {
+		t.Fatalf("resize wrote topology replicas %d beside the autoscaler's annotations", *topo.Replicas)
+	}
+	eventually(t, "the MachineDeployment sized to the resize's 3", func() (bool, string) {
+		if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+			t.Fatal(err)
+		}
+		return mdReplicas() == 3, fmt.Sprintf("replicas %d", mdReplicas())
 	})
 }
 

@@ -65,6 +65,7 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "auto_scaling_enabled", Type: LabelBool, Default: "false"},
 		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000)},
 		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000)},
+		{Name: "autoscaler_tag", Type: LabelString, Help: "cluster-autoscaler image tag; default v<kube minor>.0"},
 	}
 }
 

@@ -15,6 +15,9 @@ const (
 	LabelNodeGroupName = "magnum.openstack.org/nodegroup"
 	LabelRole          = "magnum.openstack.org/role"
 	LabelSecretKind    = "magnum.openstack.org/secret-kind"
+	// LabelComponent names what a workload the driver runs in the
+	// management cluster is (cluster-autoscaler).
+	LabelComponent = "magnum.openstack.org/component"
 )
 
 // Node labels: Cluster API copies the labels of these domains from a

@@ -67,11 +67,18 @@ type Options struct {
 	// CacheSyncTimeout bounds the refill of the informer caches when the
 	// management cluster answers again after it was lost. Default 60 s.
 	CacheSyncTimeout time.Duration
+	// AutoscalerImage is the cluster-autoscaler image (without a tag: the
+	// tag is the autoscaler_tag label, else v<kube minor>.0). Default
+	// DefaultAutoscalerImage.
+	AutoscalerImage string
 }
 
 func (o Options) withDefaults() Options {
 	if o.NamespacePrefix == "" {
 		o.NamespacePrefix = "magnum"
+	}
+	if o.AutoscalerImage == "" {
+		o.AutoscalerImage = DefaultAutoscalerImage
 	}
 	if o.ClusterClassVersion == "" {
 		o.ClusterClassVersion = LatestClassVersion

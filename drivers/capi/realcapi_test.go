@@ -226,21 +226,27 @@ func renderCases() []renderCase {
 			want: map[field]any{
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "1",
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: "3",
-				// An autoscaled nodegroup starts at its node_count,
-				// within [min, max].
+				// Created at the minimum (see max_node_count).
 				{"MachineDeployment", "spec.replicas"}: int64(1)}},
 		{name: "min_node_count", labels: map[string]string{"auto_scaling_enabled": "true", "min_node_count": "2", "max_node_count": "5"},
 			want: map[field]any{
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "2",
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: "5",
-				{"MachineDeployment", "spec.replicas"}:                                                 int64(2)}}, // node_count 1 raised to the minimum
-		// Magnum's min_node_count defaults to 0: the nodegroup still
-		// starts at its node_count (1), not at 0 workers.
+				{"MachineDeployment", "spec.replicas"}:                                                 int64(2)}}, // the minimum
+		// Magnum's min_node_count defaults to 0: Cluster API creates the
+		// MachineDeployment at that minimum (the topology may not carry
+		// replicas beside the autoscaler's range); the driver's status
+		// sync then sizes it to node_count, once
+		// (TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler).
 		{name: "max_node_count", labels: map[string]string{"auto_scaling_enabled": "true", "max_node_count": "4"},
 			want: map[field]any{
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "0",
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMaxSizeAnnotation}: "4",
-				{"MachineDeployment", "spec.replicas"}:                                                 int64(1)}},
+				{"MachineDeployment", "spec.replicas"}:                                                 int64(0)}},
+		// The autoscaler's image tag: it goes into the cluster-autoscaler
+		// Deployment (TestAutoscalerRunsBesideAnAutoscaledCluster), not the
+		// Cluster.
+		{name: "autoscaler_tag", labels: map[string]string{"auto_scaling_enabled": "true", "autoscaler_tag": "v1.33.1"}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
@@ -313,7 +319,7 @@ var (
 // controllers work on all of them at once; each subtest then checks one.
 func TestRealCAPIAcceptsAndRendersWhatTheDriverBuilds(t *testing.T) {
 	s, dyn := needRealCAPI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	type run struct {
 		version string
@@ -458,19 +464,51 @@ func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface,
 			defined = true
 		}
 	}
+	cpDefined := false
+	if _, ok, _ := unstructured.NestedMap(class.Object, "spec", "controlPlane", "healthCheck", "checks"); ok {
+		cpDefined = true
+	}
 	on := c.Labels["auto_healing_enabled"] != "false"
-	l, err := dyn.Resource(realGVRMHC).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var workers int
-	for _, mhc := range l.Items {
-		if _, ok := mhc.GetLabels()["topology.cluster.x-k8s.io/deployment-name"]; ok {
-			workers++
+	// The topology controller names a MachineHealthCheck after its target
+	// and selects the target's Machines: the workers' by deployment name,
+	// the control plane's by the control-plane label. It writes them in
+	// the reconcile that creates the target, so wait a little for them.
+	count := func() (workers, controlPlane int, names []string) {
+		l, err := dyn.Resource(realGVRMHC).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, mhc := range l.Items {
+			if cn, _, _ := unstructured.NestedString(mhc.Object, "spec", "clusterName"); cn != name {
+				continue
+			}
+			names = append(names, mhc.GetName())
+			sel, _, _ := unstructured.NestedStringMap(mhc.Object, "spec", "selector", "matchLabels")
+			if _, ok := sel["topology.cluster.x-k8s.io/deployment-name"]; ok {
+				workers++
+			}
+			if _, ok := sel[clusterv1.MachineControlPlaneLabel]; ok {
+				controlPlane++
+			}
+		}
+		return workers, controlPlane, names
 	}
-	if want := on && defined; (workers > 0) != want {
-		t.Errorf("%d worker MachineHealthChecks; want some: %v (auto-healing %v, class %s defines one: %v)", workers, want, on, version, defined)
+	wantWorkers, wantCP := on && defined, on && cpDefined
+	var workers, cp int
+	var names []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		workers, cp, names = count()
+		if (workers > 0) == wantWorkers && (cp > 0) == wantCP {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("MachineHealthChecks %v: %d for workers, %d for the control plane; want workers: %v, control plane: %v "+
+				"(auto-healing %v, class %s defines them for workers: %v, control plane: %v)",
+				names, workers, cp, wantWorkers, wantCP, on, version, defined, cpDefined)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

@@ -97,10 +97,42 @@ func describe(c *metav1.Condition) string {
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}
-	if m := strings.TrimSpace(c.Message); m != "" {
+	if m := condense(c.Message); m != "" {
 		s += ": " + m
 	}
 	return s
+}
+
+// maxReasonMessage bounds one condition message in a status_reason: a
+// cluster with hundreds of Machines gets a message per Machine.
+const maxReasonMessage = 512
+
+// condense turns Cluster API's multi-line, bulleted condition messages
+// ("* MachineDeployment md-0:\n  * Scaling up from 1 to 3 replicas") into
+// one readable line ("MachineDeployment md-0: Scaling up from 1 to 3
+// replicas"), bounded to maxReasonMessage characters.
+func condense(msg string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(line, "* "), "- "))
+		if line == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
+	}
+	out := b.String()
+	if r := []rune(out); len(r) > maxReasonMessage {
+		out = string(r[:maxReasonMessage-1]) + "…"
+	}
+	return out
 }
 
 // deepestNotReady names the first False/Unknown condition along the
@@ -402,9 +434,17 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 	counts := false
 	want := i32(md.Spec.Replicas)
 	if autoscaled {
+		if !sized(ng, md) {
+			reason := fmt.Sprintf("waiting for the MachineDeployment to be sized to %d replicas", sizingTarget(ng, md))
+			if timedOut {
+				return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+			}
+			return ngResult{Status: cur, Reason: reason}
+		}
 		min, max := autoscalerBounds(md)
 		ready := i32(md.Status.AvailableReplicas)
-		counts = ready >= min && (max < 0 || ready <= max) && i32(md.Status.UpToDateReplicas) == ready
+		counts = ready >= min && (max < 0 || ready <= max) && i32(md.Status.UpToDateReplicas) == ready &&
+			ready == i32(md.Spec.Replicas)
 	} else {
 		// The MachineDeployment must want what the nodegroup asks for: until
 		// the topology controller has carried a resize into it, its old,

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,8 +208,9 @@ func md(gen, observed int64, replicas, upToDate, available int32, conds ...metav
 // is not the MachineDeployment's replicas.
 const wantAnnotation = "test/nodegroup-node-count"
 
-func withReplicas(m *clusterv1.MachineDeployment, _ int32) *clusterv1.MachineDeployment {
-	m.Annotations = map[string]string{wantAnnotation: "3"}
+// nodeGroupWants sets, in a table case, the nodegroup's node_count.
+func nodeGroupWants(m *clusterv1.MachineDeployment, n int) *clusterv1.MachineDeployment {
+	m.Annotations = map[string]string{wantAnnotation: strconv.Itoa(n)}
 	return m
 }
 
@@ -228,7 +230,11 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 	//lint:ignore SA1019 v1beta1-converted objects still carry the Failed phase
 	failed.Status.Phase = string(clusterv1.MachineDeploymentPhaseFailed)
 	autoscaled := md(1, 1, 4, 4, 4, settledMDConds()...)
-	autoscaled.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "5"}
+	autoscaled.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "5",
+		annotationSizedNodeCount: "4"}
+	unsized := md(1, 1, 2, 2, 2, settledMDConds()...) // created at its minimum, not yet sized to node_count 4
+	unsized.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "5",
+		wantAnnotation: "4"}
 	tests := []struct {
 		name       string
 		status     string
@@ -244,11 +250,13 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 		{"update: not fresh", objects.UpdateInProgress, md(3, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for CAPI to observe the change"},
 		{"update: counts differ", objects.UpdateInProgress, md(2, 2, 3, 2, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "machines up to date"},
 		{"resize not yet carried into the MachineDeployment: its settled old size is no answer", objects.UpdateInProgress,
-			withReplicas(md(2, 2, 1, 1, 1, settledMDConds()...), 1), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for the MachineDeployment to want 3 replicas (it wants 1)"},
+			nodeGroupWants(md(2, 2, 1, 1, 1, settledMDConds()...), 3), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for the MachineDeployment to want 3 replicas (it wants 1)"},
 		{"update: scaling down names the condition", objects.UpdateInProgress,
 			md(2, 2, 2, 2, 3, withCond(settledMDConds(), condition("ScalingDown", T, "ScalingDown", "Scaling down from 3 to 2 replicas"))...), 3, false, time.Time{},
 			objects.UpdateInProgress, "ScalingDown True (ScalingDown): Scaling down from 3 to 2 replicas"},
 		{"autoscaled: complete within min/max", objects.UpdateInProgress, autoscaled, 4, true, time.Time{}, objects.UpdateComplete, ""},
+		{"autoscaled: its settled minimum size is no answer before the driver sized it", objects.CreateInProgress, unsized, 2, true, time.Time{},
+			objects.CreateInProgress, "waiting for the MachineDeployment to be sized to 4 replicas"},
 		{"MachineDeployment missing: wait, never crash", objects.CreateInProgress, nil, 0, false, now.Add(time.Hour), objects.CreateInProgress, "waiting for the MachineDeployment"},
 		{"MachineDeployment missing past the deadline", objects.CreateInProgress, nil, 0, false, now.Add(-time.Second), objects.CreateFailed, "timed out"},
 		{"phase Failed", objects.CreateInProgress, failed, 0, false, time.Time{}, objects.CreateFailed, "MachineDeployment failed"},
@@ -437,5 +445,27 @@ func TestHoldForVersion(t *testing.T) {
 	m.Spec.Version = "v1.33.4"
 	if !otherVersion(m, "v1.34.1") || otherVersion(m, "v1.33.4") || otherVersion(m, "") {
 		t.Error("otherVersion")
+	}
+}
+
+func TestConditionMessagesAreCondensedIntoOneLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"Waiting for a Node", "Waiting for a Node"},
+		{"* MachineDeployment md-0:\n  * Scaling up from 1 to 3 replicas\n* KubeadmControlPlane k8s-cp:\n  * Machine k8s-cp-x:\n    * NodeHealthy: Waiting for a Node\n",
+			"MachineDeployment md-0: Scaling up from 1 to 3 replicas; KubeadmControlPlane k8s-cp: Machine k8s-cp-x: NodeHealthy: Waiting for a Node"},
+		{"* Machines a, b are not up-to-date\n* Machine c is deleting", "Machines a, b are not up-to-date; Machine c is deleting"},
+	} {
+		if got := condense(tc.in); got != tc.want {
+			t.Errorf("condense(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := condense("* " + strings.Repeat("x", 2*maxReasonMessage))
+	if n := len([]rune(long)); n != maxReasonMessage || !strings.HasSuffix(long, "…") {
+		t.Errorf("a long message is %d characters (%q…), want %d ending in …", n, long[:20], maxReasonMessage)
+	}
+	c := &metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "NotAvailable", Message: "* Control plane:\n  * not available"}
+	if got, want := describe(c), "Available False (NotAvailable): Control plane: not available"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
 	}
 }
