@@ -227,9 +227,10 @@ func (l *lifecycle) state() string {
 }
 
 // await syncs every 300 ms until the cluster leaves status from (the
-// operation's in-progress status), checking check (the controllers'
-// state, when not nil) on every sync that still shows from, and fails the
-// test past within.
+// operation's in-progress status) and returns the decision that moved it.
+// On every sync that still shows from it asks whileInProgress (when not
+// nil) about the controllers' state: an answer fails the test. Past within
+// the test fails, with the rows and the last observation.
 func (l *lifecycle) await(what, from string, within time.Duration, whileInProgress func() string) sm.Decision {
 	l.t.Helper()
 	deadline := time.Now().Add(within)
