@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -56,7 +57,11 @@ func needRealCAPI(t *testing.T) (*apitest.Server, dynamic.Interface) {
 	if realCAPI.err != nil {
 		t.Fatal(realCAPI.err)
 	}
-	dyn, err := dynamic.NewForConfig(realCAPI.server.Config)
+	// Every request bounded: on a loaded machine one GET was seen to wait
+	// ten minutes on a stalled connection; a poll retries a failed one.
+	cfg := rest.CopyConfig(realCAPI.server.Config)
+	cfg.Timeout = 30 * time.Second
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
