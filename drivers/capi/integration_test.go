@@ -390,11 +390,11 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 		gvr  schema.GroupVersionResource
 		name string
 	}{
-		{gvrClusterClass, "magnum-"+LatestClassVersion},
-		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclustertemplates"}, "magnum-"+LatestClassVersion},
-		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}, "magnum-"+LatestClassVersion+"-worker"},
-		{schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanetemplates"}, "magnum-"+LatestClassVersion+"-control-plane"},
-		{schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}, "magnum-"+LatestClassVersion+"-worker"},
+		{gvrClusterClass, "magnum-" + LatestClassVersion},
+		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclustertemplates"}, "magnum-" + LatestClassVersion},
+		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}, "magnum-" + LatestClassVersion + "-worker"},
+		{schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanetemplates"}, "magnum-" + LatestClassVersion + "-control-plane"},
+		{schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}, "magnum-" + LatestClassVersion + "-worker"},
 	} {
 		if _, err := e.dyn.Resource(o.gvr).Namespace(r.Namespace).Get(ctx, o.name, metav1.GetOptions{}); err != nil {
 			t.Errorf("%s %s: %v", o.gvr.Resource, o.name, err)
