@@ -2,11 +2,13 @@ package conductor
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	sm "github.com/openstack/magnum-conductor/drivers/statusmachine"
 )
 
 // defaultCACertType is the CA sign_certificate uses when the certificate
@@ -89,7 +91,11 @@ func (r certRefs) list() []string {
 // failure keeps the old references and deletes the new certificates (but
 // keeps both sets when the driver call was given up on, or the driver
 // accepted the new CAs and they could not be recorded yet). A failure sets
-// UPDATE_FAILED with the reason and notifies update/failure.
+// UPDATE_FAILED with the reason and notifies update/failure. The claim's
+// status_reason (statusmachine.CARotationClaimed) marks the rotation until
+// the new references are recorded, so that one interrupted in between is
+// resumed or failed by the status sync (Resume), never completed on a
+// back end that was not asked for it.
 func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) (*objects.Cluster, error) {
 	if err := requireCluster(c); err != nil {
 		return nil, err
@@ -102,7 +108,12 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	}
 	oldStatus, oldReason := c.Status, c.StatusReason
 	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
-		return h.claimCluster(ctx, b, c, objects.UpdateInProgress, allowUpdateStatus())
+		// The claim's status_reason marks the rotation as not handed to its
+		// driver yet, until the new references are recorded: the status
+		// sync leaves it alone meanwhile, and resumes it past the bound
+		// (statusmachine.CARotationClaimed).
+		return h.claimClusterNoted(ctx, b, c, objects.UpdateInProgress, objects.Str(sm.CARotationClaimed),
+			allowUpdateStatus())
 	}); err != nil {
 		if r := asRefusal(err); r != nil {
 			return nil, h.refused(ctx, log, ActionUpdate, "Updating", c, r)
@@ -162,27 +173,11 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	if err != nil {
 		return fail(err)
 	}
-	if res.StackID != "" {
-		rotated.StackID = objects.Str(res.StackID)
-	}
-	// The driver accepted the new CAs: they are the cluster's now, whether
-	// or not the row says so yet. The old ones go once it does.
-	recorded := false
-	if err := h.persistThen(ctx, log, "new certificate references", func(ctx context.Context, b *batch) error {
-		return b.cluster(ctx, rotated, db.ClusterCond{Read: claimed, Fields: db.ClusterGuardFields()})
-	}, func(ctx context.Context) {
-		recorded = true
-		h.certs.DeleteRefs(ctx, uuid, oldList)
-	}); err != nil {
-		log.Error("the driver rotated the CAs but the new references are not recorded yet; both certificate sets are "+
-			"kept until they are", "new_refs", fresh.list(), "old_refs", oldList, "error", err)
+	recorded, err := h.recordRotation(ctx, log, claimed, rotated, res, oldList)
+	if err != nil {
 		return nil, err
 	}
 	if !recorded {
-		// Another operation moved the cluster on: the old references may
-		// still be the row's.
-		log.Warn("the cluster changed during the rotation; both certificate sets are kept",
-			"new_refs", fresh.list(), "old_refs", oldList)
 		return c, nil
 	}
 	*c = *rotated
@@ -190,4 +185,38 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 		return decided, nil
 	}
 	return c, nil
+}
+
+// recordRotation records the references of the new CAs the driver accepted
+// (rotated, with res's stack_id) and clears the claim's marker, while the
+// row is as claimed (its status_reason included: a resumption of the same
+// rotation that started meanwhile wins, and this set is not recorded), then
+// deletes the old certificates. recorded is false when the row changed;
+// both sets are then kept.
+func (h *Handlers) recordRotation(ctx context.Context, log *slog.Logger, claimed, rotated *objects.Cluster, res drivers.Result, oldList []string) (recorded bool, err error) {
+	uuid := objects.Deref(claimed.UUID)
+	if res.StackID != "" {
+		rotated.StackID = objects.Str(res.StackID)
+	}
+	rotated.StatusReason = nil
+	objects.MarkChanged(rotated, "status_reason")
+	// The driver accepted the new CAs: they are the cluster's now, whether
+	// or not the row says so yet. The old ones go once it does.
+	if err := h.persistThen(ctx, log, "new certificate references", func(ctx context.Context, b *batch) error {
+		return b.cluster(ctx, rotated, db.ClusterCond{Read: claimed, Fields: append(db.ClusterGuardFields(), "status_reason")})
+	}, func(ctx context.Context) {
+		recorded = true
+		h.certs.DeleteRefs(ctx, uuid, oldList)
+	}); err != nil {
+		log.Error("the driver rotated the CAs but the new references are not recorded yet; both certificate sets are "+
+			"kept until they are", "new_refs", refsOf(rotated).list(), "old_refs", oldList, "error", err)
+		return false, err
+	}
+	if !recorded {
+		// Another operation, or a resumption of this one, moved the
+		// cluster on: the old references may still be the row's.
+		log.Warn("the cluster changed during the rotation; both certificate sets are kept",
+			"new_refs", refsOf(rotated).list(), "old_refs", oldList)
+	}
+	return recorded, nil
 }

@@ -448,9 +448,14 @@ func (h *Handlers) inTx(ctx context.Context, fn func(ctx context.Context, b *bat
 // claimCluster writes c in status (its reason cleared) while its row is in
 // one of allowed. A lost claim is a *refusal with the current status.
 func (h *Handlers) claimCluster(ctx context.Context, b *batch, c *objects.Cluster, status string, allowed []string) error {
+	return h.claimClusterNoted(ctx, b, c, status, nil, allowed)
+}
+
+// claimClusterNoted is claimCluster recording reason as the status_reason.
+func (h *Handlers) claimClusterNoted(ctx context.Context, b *batch, c *objects.Cluster, status string, reason *string, allowed []string) error {
 	cl := objects.Clone(c)
 	cl.Status = status
-	cl.StatusReason = nil
+	cl.StatusReason = reason
 	// Written even when unchanged: the status sync guards on it.
 	objects.MarkChanged(cl, "status", "status_reason")
 	err := b.cluster(ctx, cl, db.ClusterCond{Status: allowed})

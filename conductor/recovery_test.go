@@ -40,11 +40,13 @@ type held struct {
 	template string
 	deleting bool
 	ngs      map[string]heldNG
+	ca       string // the CA reference of the last rotation it rolled out
 }
 
 type heldNG struct {
 	count   int
 	version string
+	max     int64 // max_node_count, 0 when unset
 }
 
 func newBackend() *backend {
@@ -84,7 +86,8 @@ func (b *backend) write(op string, req drivers.ClusterRequest, change func(h *he
 	h.ngs = map[string]heldNG{}
 	for _, ng := range req.NodeGroups {
 		if ng.Status != objects.DeleteInProgress {
-			h.ngs[ng.UUID] = heldNG{count: int(ng.NodeCount), version: objects.Deref(ng.Version)}
+			h.ngs[ng.UUID] = heldNG{count: int(ng.NodeCount), version: objects.Deref(ng.Version),
+				max: maxNodes(ng)}
 		}
 	}
 	if change != nil {
@@ -99,7 +102,8 @@ func (b *backend) seed(c *objects.Cluster, ngs []*objects.NodeGroup) {
 	defer b.mu.Unlock()
 	h := &held{template: objects.Deref(c.ClusterTemplateID), ngs: map[string]heldNG{}}
 	for _, ng := range ngs {
-		h.ngs[ng.UUID] = heldNG{count: int(ng.NodeCount), version: objects.Deref(ng.Version)}
+		h.ngs[ng.UUID] = heldNG{count: int(ng.NodeCount), version: objects.Deref(ng.Version),
+			max: maxNodes(ng)}
 	}
 	b.clusters[objects.Deref(c.UUID)] = h
 }
@@ -138,6 +142,9 @@ func (b *backend) CreateNodeGroup(_ context.Context, req drivers.NodeGroupReques
 func (b *backend) UpdateNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
 	return b.write("update_nodegroup", req.ClusterRequest, nil)
 }
+func (b *backend) RotateCACertificate(_ context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return b.write("rotate_ca_certificate", req, func(h *held) { h.ca = objects.Deref(req.Cluster.CACertRef) })
+}
 func (b *backend) DeleteNodeGroup(_ context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
 	return b.write("delete_nodegroup", req.ClusterRequest, nil)
 }
@@ -154,7 +161,7 @@ func (b *backend) Observe(_ context.Context, req drivers.ObserveRequest) (driver
 		Request: &drivers.BackendRequest{Exists: true, TemplateID: h.template, NodeGroups: map[string]drivers.NodeGroupRequestState{}}}
 	for u, ng := range h.ngs {
 		n := ng.count
-		o.Request.NodeGroups[u] = drivers.NodeGroupRequestState{NodeCount: &n, Version: ng.version}
+		o.Request.NodeGroups[u] = drivers.NodeGroupRequestState{NodeCount: &n, Version: ng.version, MaxNodeCount: &ng.max}
 		o.NodeGroups[u] = drivers.NodeGroupObservation{Phase: drivers.PhaseReady, Version: ng.version}
 	}
 	for _, ng := range req.NodeGroups {
@@ -387,6 +394,46 @@ func TestInterruptedOperationsAreResumed(t *testing.T) {
 			r.wantStatus(*c.UUID, objects.UpdateComplete, "")
 			r.wantNGStatus(c, "extra", objects.CreateComplete, "", 3)
 		}},
+		{"nodegroup update", "update_nodegroup", func(r *recoveryEnv) (*objects.Cluster, int, func() error) {
+			c := r.seeded()
+			ng := r.nodegroup(c, "default-worker")
+			ng.MaxNodeCount = int64p(7)
+			return c, 0, func() error { _, err := r.h1.NodeGroupUpdate(r.ctx, c, ng); return err }
+		}, func(r *recoveryEnv, c *objects.Cluster) {
+			r.wantStatus(*c.UUID, objects.UpdateComplete, "")
+			r.wantNGStatus(c, "default-worker", objects.UpdateComplete, "", 2)
+			if ng := r.nodegroup(c, "default-worker"); maxNodes(ng) != 7 {
+				r.t.Errorf("max_node_count %v", ng.MaxNodeCount)
+			}
+			r.back.mu.Lock()
+			defer r.back.mu.Unlock()
+			if got := r.back.clusters[*c.UUID].ngs[r.nodegroup(c, "default-worker").UUID].max; got != 7 {
+				r.t.Errorf("the back end's max_node_count is %d", got)
+			}
+		}},
+		{"CA rotation", "rotate_ca_certificate", func(r *recoveryEnv) (*objects.Cluster, int, func() error) {
+			c := r.seeded()
+			return c, 0, func() error { _, err := r.h1.RotateCACertificate(r.ctx, c); return err }
+		}, func(r *recoveryEnv, c *objects.Cluster) {
+			row := r.cluster(*c.UUID)
+			// The handler died before it generated any: the resumption's
+			// are the first.
+			if row.Status != objects.UpdateComplete || objects.Deref(row.CACertRef) != "ca-1" ||
+				objects.Deref(row.MagnumCertRef) != "client-1" || row.StatusReason != nil {
+				r.t.Errorf("%s ca_cert_ref %v magnum_cert_ref %v reason %q", row.Status, objects.Deref(row.CACertRef),
+					objects.Deref(row.MagnumCertRef), objects.Deref(row.StatusReason))
+			}
+			r.back.mu.Lock()
+			if got := r.back.clusters[*c.UUID].ca; got != "ca-1" {
+				r.t.Errorf("the back end rolled out %q, not the recorded CA", got)
+			}
+			r.back.mu.Unlock()
+			r.certs.mu.Lock()
+			defer r.certs.mu.Unlock()
+			if d := strings.Join(r.certs.deleted, " "); d != "ca-old client-old etcd-old fp-old" {
+				r.t.Errorf("deleted certificates %q: want the old set only", d)
+			}
+		}},
 		{"nodegroup delete", "delete_nodegroup", func(r *recoveryEnv) (*objects.Cluster, int, func() error) {
 			c := r.seeded()
 			extra := &objects.NodeGroup{Name: "extra", Role: objects.RoleWorker, NodeCount: 1, ClusterID: *c.UUID,
@@ -424,8 +471,10 @@ func TestInterruptedOperationsAreResumed(t *testing.T) {
 			if n := r.back.count(tc.op); n != 1 {
 				t.Fatalf("%d %s calls after two conductors raced to resume, want 1", n, tc.op)
 			}
+			// (A resumed CA rotation clears its note when it records the new
+			// CAs: that, not the note, says the driver has them.)
 			if row, err := r.store.GetClusterByUUID(r.ctx, *c.UUID); err == nil && sm.Attempts(row.StatusReason) != 1 &&
-				sm.InProgress(row.Status) {
+				sm.InProgress(row.Status) && tc.op != "rotate_ca_certificate" {
 				t.Errorf("the resumption is not recorded: %q", objects.Deref(row.StatusReason))
 			}
 			r.race()
@@ -435,6 +484,16 @@ func TestInterruptedOperationsAreResumed(t *testing.T) {
 			}
 		})
 	}
+}
+
+func int64p(i int64) *int64 { return &i }
+
+// maxNodes is ng's max_node_count, 0 when unset.
+func maxNodes(ng *objects.NodeGroup) int64 {
+	if ng.MaxNodeCount == nil {
+		return 0
+	}
+	return *ng.MaxNodeCount
 }
 
 // wantCreated: the resumed create is complete, with its stack_id and one

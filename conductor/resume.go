@@ -159,6 +159,10 @@ type resumption struct {
 	ngs []*objects.NodeGroup // its nodegroups as claimed
 	d   drivers.Driver
 	ct  *objects.ClusterTemplate
+	// rotated is a resumed CA rotation's cluster with the new references
+	// the driver accepted, and oldCerts the references they replace.
+	rotated  *objects.Cluster
+	oldCerts []string
 }
 
 // call makes one driver call of the resumption.
@@ -205,6 +209,8 @@ func (rs *resumption) call(ctx context.Context, call sm.Call) (drivers.Result, e
 			return drivers.Result{}, err
 		}
 		return drive(func(ctx context.Context) (drivers.Result, error) { return rs.d.UpgradeCluster(ctx, req) })
+	case sm.OpRotateCA:
+		return rs.rotateCA(ctx)
 	case sm.OpCreateNodeGroup, sm.OpUpdateNodeGroup, sm.OpDeleteNodeGroup:
 		req := drivers.NodeGroupRequest{ClusterRequest: clusterRequest(c, rs.ct, ngs), NodeGroup: objects.Clone(ng)}
 		return drive(func(ctx context.Context) (drivers.Result, error) {
@@ -218,6 +224,42 @@ func (rs *resumption) call(ctx context.Context, call sm.Call) (drivers.Result, e
 		})
 	}
 	return drivers.Result{}, fmt.Errorf("no driver call %q", call.Op)
+}
+
+// rotateCA resumes a CA rotation as its handler makes it: new CAs and client
+// certificate, then the driver call with them. The certificates the
+// interrupted handler generated were never recorded, so no driver can hold
+// them (a handler killed after its driver call and before recording them
+// leaves the driver with CAs nobody holds, which this rotation replaces).
+// The new certificates are deleted when the driver refuses them (or is not
+// ready), kept when the call was given up on or the conductor stops.
+func (rs *resumption) rotateCA(ctx context.Context) (drivers.Result, error) {
+	rot, ok := rs.d.(drivers.CARotator)
+	if !ok {
+		return drivers.Result{}, exception.NotSupportedMessage("'rotate_ca_certificate' is not supported by this driver.")
+	}
+	rotated := objects.Clone(rs.c)
+	oldList, err := rs.h.certs.RotateForCluster(ctx, rotated)
+	if err != nil {
+		return drivers.Result{}, err
+	}
+	req := clusterRequest(rotated, rs.ct, rs.ngs)
+	res, err := rs.h.callDriver(ctx, rs.log, string(sm.OpRotateCA), func(ctx context.Context) (drivers.Result, error) {
+		return rot.RotateCACertificate(ctx, req)
+	})
+	if err != nil {
+		if abandoned(err) || ctx.Err() != nil {
+			rs.log.Warn("driver call given up on; the new certificates are kept, the old ones stay recorded",
+				"new_refs", refsOf(rotated).list())
+		} else {
+			cctx, cancel := rs.h.cleanupCtx(ctx)
+			rs.h.certs.DeleteRefs(cctx, objects.Deref(rs.c.UUID), refsOf(rotated).list())
+			cancel()
+		}
+		return drivers.Result{}, err
+	}
+	rs.rotated, rs.oldCerts = rotated, oldList
+	return res, nil
 }
 
 // upgradeRequest is the request of an upgrade the handler recorded at its
@@ -307,6 +349,12 @@ func (rs *resumption) record(ctx context.Context, call sm.Call, res drivers.Resu
 		return h.persist(ctx, rs.log, "stack_id", func(ctx context.Context, b *batch) error {
 			return b.nodegroup(ctx, next, db.NodeGroupCond{Read: read, Fields: db.NodeGroupGuardFields()})
 		})
+	case sm.OpRotateCA:
+		recorded, err := h.recordRotation(ctx, rs.log, c, rs.rotated, res, rs.oldCerts)
+		if err == nil && !recorded {
+			return fmt.Errorf("the new certificate references: %w", clusterstate.ErrStale)
+		}
+		return err
 	case sm.OpCreateCluster:
 		next := objects.Clone(c)
 		next.StackID = objects.Str(res.StackID)

@@ -246,6 +246,11 @@ type BackendRequest struct {
 type NodeGroupRequestState struct {
 	NodeCount *int   // nil when the back end (an autoscaler) decides
 	Version   string // the kube_tag the nodegroup converges to
+	// MinNodeCount and MaxNodeCount are the autoscaler's bounds the back
+	// end was asked for (0: unset), what a nodegroup update changes; nil:
+	// not reported, and then an interrupted nodegroup update cannot be told
+	// from one the back end has.
+	MinNodeCount, MaxNodeCount *int64
 }
 
 // NodeGroupObservation is what the back end shows for one nodegroup.

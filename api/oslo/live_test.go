@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -796,13 +797,14 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	}
 	// pool + batch = 65, but no more than 64 MiB of max_message_size (1 MiB)
 	// messages.
-	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+64$`).Match(out) {
-		t.Errorf("the topic consumer's prefetch is not min(pool + batch, 64 MiB / 1 MiB) = 64:\n%s", out)
+	// messages, of which the server and fanout consumers get 2 each.
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.topic) + `\s+60$`).Match(out) {
+		t.Errorf("the topic consumer's prefetch is not min(pool + batch, 64 MiB / 1 MiB) - 2 × 2 = 60:\n%s", out)
 	}
 	e.opts.Rabbit.MaxMessageSize = 16 << 20
 	if s2, _ := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, NewDispatcher(), nil); s2.prefetch() != 4 ||
-		s2.BufferBound() != 5*16<<20 {
-		t.Errorf("with 16 MiB messages: prefetch %d, bound %d", s2.prefetch(), s2.BufferBound())
+		s2.consumerPrefetch() != [3]int{2, 1, 1} || s2.BufferBound() != 5*16<<20 {
+		t.Errorf("with 16 MiB messages: prefetch %d (%v), bound %d", s2.prefetch(), s2.consumerPrefetch(), s2.BufferBound())
 	}
 	c := e.client()
 	tgt := Target{Topic: e.topic}
@@ -826,5 +828,58 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	e.startServer(liveDispatcher(t, rec2, nil))
 	for _, note := range []string{"q1", "q2", "q3"} {
 		rec2.wait(t, note)
+	}
+}
+
+// TestLiveConsumersPrefetchSumsToBufferBound: RabbitMQ applies a channel's
+// (non-global) prefetch to each consumer, so the server's three consumers
+// (topic, server and fanout queue) may together hold the sum of theirs
+// unacknowledged. That sum, read back from the broker, is what BufferBound
+// counts: the configured prefetch, not three times it. Also on quorum
+// queues, which refuse a consumer on a channel with global QoS.
+func TestLiveConsumersPrefetchSumsToBufferBound(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		prefetch int // rabbit_qos_prefetch_count
+		quorum   bool
+		want     int // the sum of the consumers' prefetch
+	}{
+		{"default", 0, false, 64},
+		{"configured", 100, false, 100},
+		{"quorum", 10, true, 10},
+		{"below one each", 2, false, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.opts.Rabbit.QoSPrefetchCount = c.prefetch
+			e.opts.Rabbit.QuorumQueue = c.quorum
+			s := e.startServer(NewDispatcher())
+			out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_consumers",
+				"queue_name", "prefetch_count").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours := map[string]bool{e.topic: true, e.topic + "." + s.Target().Server: true, s.fanoutQueue: true}
+			sum, seen := 0, 0
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				f := strings.Fields(line)
+				if len(f) != 2 || !ours[f[0]] {
+					continue
+				}
+				n, err := strconv.Atoi(f[1])
+				if err != nil || n <= 0 {
+					t.Fatalf("consumer of %s has prefetch %q: a consumer without a limit has no bound", f[0], f[1])
+				}
+				sum += n
+				seen++
+			}
+			if seen != 3 {
+				t.Fatalf("%d consumers of the server's queues, want 3:\n%s", seen, out)
+			}
+			size := e.opts.Rabbit.MaxMessageSize
+			if assumed := s.BufferBound()/size - int64(e.opts.ExecutorThreadPoolSize); int64(sum) != assumed || sum != c.want {
+				t.Errorf("the consumers' prefetch sums to %d; BufferBound counts %d; want %d\n%s", sum, assumed, c.want, out)
+			}
+		})
 	}
 }

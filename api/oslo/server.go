@@ -284,10 +284,10 @@ func (s *Server) declare(ch *amqp.Channel) error {
 // messages a conductor cannot start yet stay in the queue, where another
 // conductor can take them and where they survive this one's restart.
 //
-// The unacknowledged messages the broker may send are those waiting for a
-// worker and the casts running (a call is acknowledged when it starts):
-// they hold at most prefetch × max_message_size bytes, and the calls
-// running one message each at most.
+// It is what the server's three consumers hold together (see
+// consumerPrefetch): RabbitMQ applies a channel's non-global prefetch to
+// each consumer, and oslo's one rabbit_qos_prefetch_count on the channel
+// lets its three consumers hold three times as many.
 func (s *Server) prefetch() int {
 	if n := s.opts.Rabbit.QoSPrefetchCount; n > 0 {
 		return n
@@ -299,15 +299,32 @@ func (s *Server) prefetch() int {
 	return n
 }
 
+// consumerPrefetch splits prefetch over the topic, server and fanout
+// consumers, in that order. Global QoS would count them together, but
+// quorum queues refuse a consumer on a channel with global QoS. Magnum's
+// API casts and calls to the topic, so it gets nearly all of it (casts are
+// acknowledged only once handled, so its prefetch is also how many casts
+// run at once); the server and fanout queues, which only targeted and
+// fanout messages reach, get 1/32 each, at least 1. Each consumer needs at
+// least 1 (0 would mean no limit), so below 3 the sum is 3.
+func (s *Server) consumerPrefetch() [3]int {
+	n := s.prefetch()
+	side := max(1, n/32)
+	return [3]int{max(1, n-2*side), side, side}
+}
+
 // prefetchBudget bounds the bytes of the messages a listener holds before
 // they start (with the default prefetch).
 const prefetchBudget = 64 << 20
 
-// BufferBound is the most bytes of request bodies the server holds at once:
-// those waiting for a worker (prefetch) and those running (one per worker),
-// each at most max_message_size.
+// BufferBound is the most bytes of request bodies the server holds at once,
+// each at most max_message_size: the unacknowledged messages the broker may
+// send, i.e. the sum of the consumers' prefetch (those waiting for a worker
+// and the casts running), and the calls running (acknowledged when they
+// start), one per worker.
 func (s *Server) BufferBound() int64 {
-	return int64(s.prefetch()+cap(s.sem)) * s.opts.Rabbit.MaxMessageSize
+	p := s.consumerPrefetch()
+	return int64(p[0]+p[1]+p[2]+cap(s.sem)) * s.opts.Rabbit.MaxMessageSize
 }
 
 // maxBatch is how many buffered deliveries the listener takes at once.
@@ -322,15 +339,18 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 	if err != nil {
 		return err
 	}
-	if err := ch.Qos(s.prefetch(), 0, false); err != nil {
-		return err
-	}
 	if err := s.declare(ch); err != nil {
 		return err
 	}
 	queues := []string{s.target.Topic, s.target.Topic + "." + s.target.Server, s.fanoutQueue}
+	prefetch := s.consumerPrefetch()
 	var deliveries [3]<-chan amqp.Delivery
 	for i, q := range queues {
+		// A non-global basic.qos applies to the consumers started after it
+		// on the channel, so each gets its own share.
+		if err := ch.Qos(prefetch[i], 0, false); err != nil {
+			return err
+		}
 		args := s.opts.Rabbit.consumerArgs()
 		if i == 2 && s.opts.Rabbit.StreamFanout {
 			args = s.fanoutConsumerArgs()
@@ -340,7 +360,8 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 		}
 	}
 	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue,
-		"prefetch", s.prefetch(), "max_message_size", s.opts.Rabbit.MaxMessageSize)
+		"prefetch", prefetch, "max_message_size", s.opts.Rabbit.MaxMessageSize,
+		"buffer_bound", s.BufferBound())
 	onReady()
 	for {
 		var d amqp.Delivery

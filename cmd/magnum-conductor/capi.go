@@ -37,6 +37,7 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		// is written as Magnum operators expect, with the dash.
 		NamespacePrefix:     strings.TrimSuffix(c.NamespacePrefix, "-"),
 		ClusterClassVersion: c.ClusterClassVersion,
+		ClassDir:            c.ClassDir,
 		CreateTimeout:       c.CreateTimeout,
 		DeleteTimeout:       c.DeleteTimeout,
 		ResyncPeriod:        c.ResyncPeriod,

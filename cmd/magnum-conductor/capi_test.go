@@ -199,6 +199,7 @@ management_probe_interval = 7
 management_probe_timeout = 3
 cloud_region = RegionTwo
 cloud_interface = internal
+class_dir = /etc/magnum/capi-classes
 [keystone_authtoken]
 www_authenticate_uri = https://keystone.example/v3
 [keystone_auth]
@@ -210,9 +211,11 @@ project_name = service
 	o := capiOptions(cfg.CAPIDriver, "PEM")
 	if o.NamespacePrefix != "tenant" || o.Context != "mgmt" || o.CreateTimeout != 30*time.Minute || o.DeleteTimeout != 45*time.Minute ||
 		o.ResyncPeriod != 2*time.Minute || o.CloudRegion != "RegionTwo" || o.CloudInterface != "internal" || o.CloudCACert != "PEM" ||
-		o.ProbeInterval != 7*time.Second || o.ProbeTimeout != 3*time.Second || o.CacheSyncTimeout != 90*time.Second {
+		o.ProbeInterval != 7*time.Second || o.ProbeTimeout != 3*time.Second || o.CacheSyncTimeout != 90*time.Second ||
+		o.ClassDir != "/etc/magnum/capi-classes" {
 		t.Fatalf("%+v", o)
 	}
+	o.ClassDir = "" // not on this machine
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

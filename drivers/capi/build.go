@@ -26,6 +26,8 @@ type spec struct {
 	Namespace    string
 	Name         string
 	ClassVersion string
+	// Classes holds the bundle of ClassVersion (nil: the embedded ones).
+	Classes      classSet
 	IdentityRef  string // the cloud-credentials Secret name
 	Annotations  map[string]string
 	MaxBatchSize int // 0: CAPI's default rollout
@@ -173,7 +175,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 	// Auto-healing enables the class's MachineHealthChecks; a class
 	// without them (magnum-v1) gets none, whatever the label says.
 	autoHeal, _ := l.Bool("auto_healing_enabled")
-	hc, err := classHealthChecks(s.ClassVersion)
+	hc, err := s.Classes.healthChecks(s.ClassVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +28,10 @@ var (
 	gvrOSM          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
 )
 
-// resourceFor maps the kinds of the ClusterClass bundle to resources.
+// resourceFor maps the kinds of the released ClusterClass bundles to
+// resources, and any other kind to the plural a CRD conventionally has
+// (lower-case kind, pluralised): the fallback of a driver built without a
+// RESTMapper (Deps.Mapper).
 func resourceFor(apiVersion, kind string) (schema.GroupVersionResource, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -39,9 +43,40 @@ func resourceFor(apiVersion, kind string) (schema.GroupVersionResource, error) {
 		"KubeadmControlPlaneTemplate": "kubeadmcontrolplanetemplates", "KubeadmConfigTemplate": "kubeadmconfigtemplates",
 	}[kind]
 	if plural == "" {
-		return schema.GroupVersionResource{}, fmt.Errorf("capi: no resource known for kind %s", kind)
+		if kind == "" {
+			return schema.GroupVersionResource{}, fmt.Errorf("capi: an object of %s without kind", apiVersion)
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gv.WithKind(kind))
+		return gvr, nil
 	}
 	return gv.WithResource(plural), nil
+}
+
+// resource maps a kind of a ClusterClass bundle to its resource, through
+// discovery when the driver has a RESTMapper: a class from Options.ClassDir
+// may use any infrastructure provider's kinds. A kind not found is looked
+// up again once, after the mapper forgets what it discovered (a provider's
+// CRDs installed after the driver started).
+func (d *Driver) resource(apiVersion, kind string) (schema.GroupVersionResource, error) {
+	m := d.deps.Mapper
+	if m == nil {
+		return resourceFor(apiVersion, kind)
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	mapping, err := m.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
+	if meta.IsNoMatchError(err) {
+		if r, ok := m.(meta.ResettableRESTMapper); ok {
+			r.Reset()
+			mapping, err = m.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
+		}
+	}
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("capi: the management cluster serves no %s of %s: %w", kind, apiVersion, err)
+	}
+	return mapping.Resource, nil
 }
 
 const byClusterIndex = "capi-cluster"

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,12 +43,95 @@ func ClassVersions() []string {
 // className is the ClusterClass name of a bundle version.
 func className(version string) string { return "magnum-" + version }
 
-// classBundle parses the objects of a ClusterClass bundle: the templates
-// first, the ClusterClass last (it references them).
+// classSet is the ClusterClass bundles a driver applies, parsed and checked
+// once: the embedded ones, and those of Options.ClassDir, which replace an
+// embedded bundle of the same version (an operator's bundle for another
+// infrastructure provider, with the same variables, keeps the clusters'
+// class names). A nil classSet holds the embedded bundles only.
+type classSet map[string][]*unstructured.Unstructured
+
+// loadClasses parses the embedded bundles and those of dir ("" for none).
+func loadClasses(dir string) (classSet, error) {
+	set := classSet{}
+	var errs []error
+	for _, v := range ClassVersions() {
+		data, err := classFS.ReadFile("classes/" + v + ".yaml")
+		if err == nil {
+			set[v], err = parseClassBundle(v, data)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if dir != "" {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err == nil {
+			if _, serr := os.Stat(dir); serr != nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("capi: ClusterClass directory: %w", err))
+		}
+		for _, f := range files {
+			v := strings.TrimSuffix(filepath.Base(f), ".yaml")
+			data, err := os.ReadFile(f)
+			if err == nil {
+				set[v], err = parseClassBundle(v, data)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w (file %s)", err, f))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// versions lists the set's versions, oldest first.
+func (s classSet) versions() []string {
+	if s == nil {
+		return ClassVersions()
+	}
+	out := make([]string, 0, len(s))
+	for v := range s {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bundle returns the objects of a bundle version: the templates first, the
+// ClusterClass last (it references them). They are shared: copy before
+// changing them.
+func (s classSet) bundle(version string) ([]*unstructured.Unstructured, error) {
+	if s == nil {
+		return classBundle(version)
+	}
+	objs, ok := s[version]
+	if !ok {
+		return nil, fmt.Errorf("capi: unknown ClusterClass version %q (have %v)", version, s.versions())
+	}
+	return objs, nil
+}
+
+// classBundle parses an embedded bundle version.
 func classBundle(version string) ([]*unstructured.Unstructured, error) {
 	data, err := classFS.ReadFile("classes/" + version + ".yaml")
 	if err != nil {
 		return nil, fmt.Errorf("capi: unknown ClusterClass version %q (have %v)", version, ClassVersions())
+	}
+	return parseClassBundle(version, data)
+}
+
+// parseClassBundle parses and checks a bundle: one ClusterClass, named
+// magnum-<version> (the name the driver's Clusters refer to), and its
+// templates; the version is also a label value on every object applied.
+func parseClassBundle(version string, data []byte) ([]*unstructured.Unstructured, error) {
+	if !isDNSLabel(version) {
+		return nil, fmt.Errorf("capi: ClusterClass bundle version %q must be a DNS label (lower-case letters, digits and '-')", version)
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs, class []*unstructured.Unstructured
@@ -61,6 +147,9 @@ func classBundle(version string) ([]*unstructured.Unstructured, error) {
 			continue
 		}
 		u := &unstructured.Unstructured{Object: m}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("capi: ClusterClass bundle %s: an object without apiVersion, kind or name", version)
+		}
 		if u.GetKind() == "ClusterClass" {
 			class = append(class, u)
 		} else {
@@ -69,6 +158,9 @@ func classBundle(version string) ([]*unstructured.Unstructured, error) {
 	}
 	if len(class) != 1 {
 		return nil, fmt.Errorf("capi: ClusterClass bundle %s: want one ClusterClass, found %d", version, len(class))
+	}
+	if n := class[0].GetName(); n != className(version) {
+		return nil, fmt.Errorf("capi: ClusterClass bundle %s: the ClusterClass is named %q, want %q", version, n, className(version))
 	}
 	return append(objs, class...), nil
 }
@@ -81,9 +173,9 @@ type healthChecks struct {
 	workers      map[string]bool // by MachineDeployment class
 }
 
-// classHealthChecks reads the health checks a bundle version defines.
-func classHealthChecks(version string) (healthChecks, error) {
-	objs, err := classBundle(version)
+// healthChecks reads the health checks a bundle version defines.
+func (s classSet) healthChecks(version string) (healthChecks, error) {
+	objs, err := s.bundle(version)
 	if err != nil {
 		return healthChecks{}, err
 	}

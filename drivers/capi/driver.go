@@ -13,10 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -34,6 +38,10 @@ type Deps struct {
 	Certs       CertSource
 	Credentials CredentialIssuer
 	Store       Store
+	// Mapper resolves the kinds of the ClusterClass bundles to resources
+	// through discovery (NewForConfig sets one). Nil: the released bundles'
+	// kinds, and the conventional plural of any other.
+	Mapper meta.RESTMapper
 	// Sweeper deletes, at a cluster's delete, the load balancers and
 	// volumes its cloud controller manager and CSI plugin created; nil
 	// disables it (NewForConfig sets cloudsweep's).
@@ -45,9 +53,11 @@ type Deps struct {
 // Driver is the Cluster API driver.
 type Driver struct {
 	opts Options
-	deps Deps
-	log  *slog.Logger
-	now  func() time.Time
+	// classes are the ClusterClass bundles the driver applies.
+	classes classSet
+	deps    Deps
+	log     *slog.Logger
+	now     func() time.Time
 	// cache is replaced by a new one when the management cluster answers
 	// again after it was lost (see watchManagement).
 	cache atomic.Pointer[stateCache]
@@ -163,8 +173,13 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 	if err != nil {
 		return nil, err
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store,
-		Sweeper: cloudsweep.New(cloudRequestTimeout)}, log)
+		Sweeper: cloudsweep.New(cloudRequestTimeout), Mapper: mapper}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -179,11 +194,15 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 		return nil, errors.New("capi: a logger is required")
 	}
 	opts = opts.withDefaults()
+	classes, err := loadClasses(opts.ClassDir)
+	if err != nil {
+		return nil, err
+	}
 	now := deps.Now
 	if now == nil {
 		now = time.Now
 	}
-	d := &Driver{opts: opts, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
+	d := &Driver{opts: opts, classes: classes, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
 	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod, d.kickProbe)
 	if err != nil {
 		return nil, err
@@ -426,7 +445,7 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	ann[annotationTemplateID] = firstNonEmpty(c.ClusterTemplateID)
 	want, err := desiredCluster(spec{
 		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
-		ClassVersion: ao.classVersion, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
+		ClassVersion: ao.classVersion, Classes: d.classes, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
 	})
 	if err != nil {
 		return nil, err
@@ -451,7 +470,7 @@ const annotationMaxBatch = "magnum.openstack.org/max-batch-size"
 
 // applyClass applies a ClusterClass bundle into ns.
 func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
-	objs, err := classBundle(version)
+	objs, err := d.classes.bundle(version)
 	if err != nil {
 		return err
 	}
@@ -464,7 +483,7 @@ func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
 		}
 		l["magnum.openstack.org/class-version"] = version
 		o.SetLabels(l)
-		gvr, err := resourceFor(o.GetAPIVersion(), o.GetKind())
+		gvr, err := d.resource(o.GetAPIVersion(), o.GetKind())
 		if err != nil {
 			return err
 		}
@@ -501,7 +520,7 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 	// Validate the whole topology before the first write.
 	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t))
 	if _, err := desiredCluster(spec{Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace,
-		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, IdentityRef: "x"}); err != nil {
+		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		return err
 	}
 	c.StackID = ptr(r.String())
@@ -752,27 +771,39 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		}
 	}
 	var failedNow []string // nodegroups that failed at this sync
+	var version string     // what every nodegroup converges to
+	if obs.Cluster != nil {
+		version = obs.Cluster.Spec.Topology.Version
+	}
 	for _, ng := range ngs {
 		var res ngResult
 		var addrs []string
 		if ng.Role == objects.RoleMaster {
-			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, now, d.createDeadlineFor(c, ng, createDeadline))
+			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, version, now, d.createDeadlineFor(c, ng, createDeadline))
+			outdated := 0
 			for _, m := range obs.Machines {
 				if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
 					if a := machineAddress(m); a != "" {
 						addrs = append(addrs, a)
 					}
+					if otherVersion(m, version) {
+						outdated++
+					}
 				}
 			}
+			res = holdForVersion(ng, res, outdated, version)
 		} else {
 			mdName := mdNameFor(ng)
 			md := obs.Deployments[mdName]
-			machines := 0
+			machines, outdated := 0, 0
 			for _, m := range obs.Machines {
 				if m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName {
 					machines++
 					if a := machineAddress(m); a != "" {
 						addrs = append(addrs, a)
+					}
+					if otherVersion(m, version) {
+						outdated++
 					}
 				}
 			}
@@ -789,7 +820,8 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 						append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "error", err)...)
 				}
 			}
-			res = mapWorkerNodeGroup(ng, md, machines, auto, now, d.createDeadlineFor(c, ng, createDeadline))
+			res = mapWorkerNodeGroup(ng, md, machines, auto, version, now, d.createDeadlineFor(c, ng, createDeadline))
+			res = holdForVersion(ng, res, outdated, version)
 			// Settled, the autoscaler's size is the nodegroup's node_count;
 			// in progress, node_count is what was asked for.
 			if auto && md != nil && md.Spec.Replicas != nil && !strings.HasSuffix(ng.Status, "_IN_PROGRESS") &&
@@ -860,6 +892,24 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 		}
 	}
 	return nil
+}
+
+// otherVersion reports whether Machine m runs a version other than the
+// topology's (both known).
+func otherVersion(m *clusterv1.Machine, version string) bool {
+	return version != "" && m.Spec.Version != "" && m.Spec.Version != version
+}
+
+// holdForVersion keeps a nodegroup in progress while outdated of its
+// Machines run another version than the topology's: for a moment after a
+// MachineDeployment has moved to a new version, its status still counts
+// the old Machines as up to date (the lifecycle test against the real
+// controllers saw a worker complete an upgrade that way).
+func holdForVersion(ng *objects.NodeGroup, res ngResult, outdated int, version string) ngResult {
+	if outdated == 0 || res.Status == ng.Status || !strings.HasSuffix(res.Status, "_COMPLETE") {
+		return res
+	}
+	return ngResult{Status: ng.Status, Reason: fmt.Sprintf("waiting for %d machines to move to %s", outdated, version)}
 }
 
 // failedDuringSync fails a create or an update still in progress when one

@@ -334,7 +334,7 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 	}
 	cl := e.getCluster(t, r)
 	topo := cl.Spec.Topology
-	if topo.ClassRef.Name != "magnum-v1" || topo.Version != "v1.33.4" || deref(topo.ControlPlane.Replicas) != 3 {
+	if topo.ClassRef.Name != "magnum-"+LatestClassVersion || topo.Version != "v1.33.4" || deref(topo.ControlPlane.Replicas) != 3 {
 		t.Errorf("topology class=%s version=%s cp=%d", topo.ClassRef.Name, topo.Version, deref(topo.ControlPlane.Replicas))
 	}
 	mds := topo.Workers.MachineDeployments
@@ -390,11 +390,11 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 		gvr  schema.GroupVersionResource
 		name string
 	}{
-		{gvrClusterClass, "magnum-v1"},
-		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclustertemplates"}, "magnum-v1"},
-		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}, "magnum-v1-worker"},
-		{schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanetemplates"}, "magnum-v1-control-plane"},
-		{schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}, "magnum-v1-worker"},
+		{gvrClusterClass, "magnum-" + LatestClassVersion},
+		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclustertemplates"}, "magnum-" + LatestClassVersion},
+		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}, "magnum-" + LatestClassVersion + "-worker"},
+		{schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanetemplates"}, "magnum-" + LatestClassVersion + "-control-plane"},
+		{schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}, "magnum-" + LatestClassVersion + "-worker"},
 	} {
 		if _, err := e.dyn.Resource(o.gvr).Namespace(r.Namespace).Get(ctx, o.name, metav1.GetOptions{}); err != nil {
 			t.Errorf("%s %s: %v", o.gvr.Resource, o.name, err)

@@ -31,9 +31,16 @@ type Options struct {
 	// NamespacePrefix prefixes the per-project namespace
 	// (<prefix>-<project id>). Default "magnum".
 	NamespacePrefix string
-	// ClusterClassVersion selects the embedded ClusterClass version applied
-	// to new clusters (see ClassVersions). Default: the newest.
+	// ClusterClassVersion selects the ClusterClass bundle version applied
+	// to new clusters (see ClassVersions and ClassDir). Default: the newest
+	// embedded one.
 	ClusterClassVersion string
+	// ClassDir, when set, is a directory of ClusterClass bundles
+	// (<version>.yaml: one ClusterClass named magnum-<version> and its
+	// templates) beside the embedded ones; a bundle there replaces the
+	// embedded bundle of the same version. For an infrastructure provider
+	// other than OpenStack, or a site's own class, with the same variables.
+	ClassDir string
 	// CreateTimeout is used when a cluster has no create_timeout. Default 60 m.
 	CreateTimeout time.Duration
 	// DeleteTimeout bounds how long deletion waits for the Cluster to go
@@ -113,7 +120,9 @@ func (o Options) Validate() error {
 	if !isDNSLabel(o.NamespacePrefix) || len(o.NamespacePrefix) > 20 {
 		errs = append(errs, fmt.Errorf("capi: namespace prefix %q must be a DNS label of at most 20 characters", o.NamespacePrefix))
 	}
-	if _, err := classBundle(o.ClusterClassVersion); err != nil {
+	if classes, err := loadClasses(o.ClassDir); err != nil {
+		errs = append(errs, err)
+	} else if _, err := classes.bundle(o.ClusterClassVersion); err != nil {
 		errs = append(errs, err)
 	}
 	if o.CreateTimeout < 0 || o.DeleteTimeout < 0 || o.ResyncPeriod < 0 ||

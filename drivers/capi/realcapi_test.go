@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -56,7 +57,11 @@ func needRealCAPI(t *testing.T) (*apitest.Server, dynamic.Interface) {
 	if realCAPI.err != nil {
 		t.Fatal(realCAPI.err)
 	}
-	dyn, err := dynamic.NewForConfig(realCAPI.server.Config)
+	// Every request bounded: on a loaded machine one GET was seen to wait
+	// ten minutes on a stalled connection; a poll retries a failed one.
+	cfg := rest.CopyConfig(realCAPI.server.Config)
+	cfg.Timeout = 30 * time.Second
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +251,7 @@ func renderCases() []renderCase {
 		// The autoscaler's image tag: it goes into the cluster-autoscaler
 		// Deployment (TestAutoscalerRunsBesideAnAutoscaledCluster), not the
 		// Cluster.
-		{name: "autoscaler_tag", labels: map[string]string{"auto_scaling_enabled": "true", "autoscaler_tag": "v1.33.1"}},
+		{name: "autoscaler_tag", labels: map[string]string{"autoscaler_tag": "v1.33.1"}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},

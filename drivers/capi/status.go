@@ -403,7 +403,8 @@ func failedOf(s string) string {
 
 // mapWorkerNodeGroup maps a worker nodegroup from its MachineDeployment
 // (nil when absent) and the number of Machines still carrying its label.
-func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, machines int, autoscaled bool, now, deadline time.Time) ngResult {
+// version is the Cluster's topology version ("" when unknown).
+func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, machines int, autoscaled bool, version string, now, deadline time.Time) ngResult {
 	cur := ng.Status
 	timedOut := !deadline.IsZero() && now.After(deadline)
 	if cur == objects.DeleteInProgress {
@@ -457,6 +458,16 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 		}
 		counts = want >= 0 && want == i32(md.Status.UpToDateReplicas) && want == i32(md.Status.AvailableReplicas)
 	}
+	// Likewise the version: in an upgrade the topology controller moves
+	// the control plane first and each MachineDeployment only after it;
+	// until then the MachineDeployment is settled on the old version.
+	if v := md.Spec.Template.Spec.Version; version != "" && v != "" && v != version {
+		reason := fmt.Sprintf("waiting for the MachineDeployment to move to %s (it runs %s)", version, v)
+		if timedOut {
+			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+		}
+		return ngResult{Status: cur, Reason: reason}
+	}
 	if md.Status.ObservedGeneration >= md.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
 		isFalse(conds, clusterv1.RollingOutCondition) && isFalse(conds, clusterv1.ScalingUpCondition) &&
 		isFalse(conds, clusterv1.ScalingDownCondition) && counts {
@@ -504,7 +515,8 @@ func autoscalerBounds(md *clusterv1.MachineDeployment) (int32, int32) {
 }
 
 // mapControlPlaneNodeGroup maps the master nodegroup from the control plane.
-func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, now, deadline time.Time) ngResult {
+// version is the Cluster's topology version ("" when unknown).
+func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, version string, now, deadline time.Time) ngResult {
 	cur := ng.Status
 	if !strings.HasSuffix(cur, "_IN_PROGRESS") || cur == objects.DeleteInProgress {
 		if cur == objects.DeleteInProgress && cp == nil {
@@ -523,6 +535,15 @@ func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, now, dead
 	want := i32(cp.Spec.Replicas)
 	if int64(want) != ng.NodeCount {
 		reason := fmt.Sprintf("waiting for the control plane to want %d replicas (it wants %d)", ng.NodeCount, want)
+		if timedOut {
+			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+		}
+		return ngResult{Status: cur, Reason: reason}
+	}
+	// Until the topology controller has carried an upgrade into the
+	// control plane, its settled status is the old version's.
+	if version != "" && cp.Spec.Version != "" && cp.Spec.Version != version {
+		reason := fmt.Sprintf("waiting for the control plane to move to %s (it runs %s)", version, cp.Spec.Version)
 		if timedOut {
 			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
 		}

@@ -273,7 +273,7 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 					fmt.Sscan(w, &ng.NodeCount)
 				}
 			}
-			got := mapWorkerNodeGroup(ng, tc.md, tc.machines, tc.auto, now, tc.deadline)
+			got := mapWorkerNodeGroup(ng, tc.md, tc.machines, tc.auto, "", now, tc.deadline)
 			if got.Status != tc.wantStatus {
 				t.Errorf("status = %s, want %s (reason %q)", got.Status, tc.wantStatus, got.Reason)
 			}
@@ -301,17 +301,44 @@ func TestMapControlPlaneNodeGroup(t *testing.T) {
 	ng := func(s string) *objects.NodeGroup {
 		return &objects.NodeGroup{Name: "default-master", Role: "master", Status: s, NodeCount: 3}
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), mk(1, 1, 3, 3, 3, settledMDConds()...), now, time.Time{}); got.Status != objects.CreateComplete {
+	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), mk(1, 1, 3, 3, 3, settledMDConds()...), "", now, time.Time{}); got.Status != objects.CreateComplete {
 		t.Errorf("settled control plane: %+v, want CREATE_COMPLETE", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(1, 1, 3, 1, 3, withCond(settledMDConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...), now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "Rolling out 2") {
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(1, 1, 3, 1, 3, withCond(settledMDConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...), "", now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "Rolling out 2") {
 		t.Errorf("rolling control plane: %+v", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(2, 2, 1, 1, 1, settledMDConds()...), now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "want 3 replicas (it wants 1)") {
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(2, 2, 1, 1, 1, settledMDConds()...), "", now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "want 3 replicas (it wants 1)") {
 		t.Errorf("control plane resize not carried into the KubeadmControlPlane yet: %+v, want UPDATE_IN_PROGRESS", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), nil, now, now.Add(time.Hour)); got.Status != objects.CreateInProgress || got.Reason != "waiting for the control plane" {
+	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), nil, "", now, now.Add(time.Hour)); got.Status != objects.CreateInProgress || got.Reason != "waiting for the control plane" {
 		t.Errorf("missing control plane: %+v", got)
+	}
+	// An upgrade not yet carried into the KubeadmControlPlane: settled on
+	// the old version, it is no answer.
+	old := mk(1, 1, 3, 3, 3, settledMDConds()...)
+	old.Spec.Version = "v1.33.4"
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), old, "v1.34.1", now, time.Time{}); got.Status != objects.UpdateInProgress ||
+		got.Reason != "waiting for the control plane to move to v1.34.1 (it runs v1.33.4)" {
+		t.Errorf("upgrade not carried into the control plane yet: %+v, want UPDATE_IN_PROGRESS", got)
+	}
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), old, "v1.33.4", now, time.Time{}); got.Status != objects.UpdateComplete {
+		t.Errorf("control plane on the topology's version: %+v, want UPDATE_COMPLETE", got)
+	}
+}
+
+// A MachineDeployment the topology controller has not moved to the
+// upgrade's version yet (it waits for the control plane) is settled on the
+// old one: its nodegroup stays in progress.
+func TestWorkerWaitsForTheTopologyVersion(t *testing.T) {
+	m := md(2, 2, 3, 3, 3, settledMDConds()...)
+	m.Spec.Template.Spec.Version = "v1.33.4"
+	ng := &objects.NodeGroup{Name: "ng", Status: objects.UpdateInProgress, NodeCount: 3}
+	got := mapWorkerNodeGroup(ng, m, 3, false, "v1.34.1", time.Now(), time.Time{})
+	if got.Status != objects.UpdateInProgress || got.Reason != "waiting for the MachineDeployment to move to v1.34.1 (it runs v1.33.4)" {
+		t.Errorf("%+v, want UPDATE_IN_PROGRESS waiting for the version", got)
+	}
+	if got := mapWorkerNodeGroup(ng, m, 3, false, "v1.33.4", time.Now(), time.Time{}); got.Status != objects.UpdateComplete {
+		t.Errorf("on the topology's version: %+v, want UPDATE_COMPLETE", got)
 	}
 }
 
@@ -392,6 +419,32 @@ func TestFailedDuringSync(t *testing.T) {
 		if got := failedDuringSync(tc.current, tc.res, tc.failed); got != tc.want {
 			t.Errorf("%s %+v %v: %+v, want %+v", tc.current, tc.res, tc.failed, got, tc.want)
 		}
+	}
+}
+
+// A nodegroup whose Machines do not all run the topology's version is not
+// complete, whatever the replica counts say; one already settled is left
+// as it is.
+func TestHoldForVersion(t *testing.T) {
+	ng := &objects.NodeGroup{Name: "ng", Status: objects.UpdateInProgress}
+	got := holdForVersion(ng, ngResult{Status: objects.UpdateComplete}, 1, "v1.34.1")
+	if got.Status != objects.UpdateInProgress || got.Reason != "waiting for 1 machines to move to v1.34.1" {
+		t.Errorf("%+v, want UPDATE_IN_PROGRESS", got)
+	}
+	if got := holdForVersion(ng, ngResult{Status: objects.UpdateComplete}, 0, "v1.34.1"); got.Status != objects.UpdateComplete {
+		t.Errorf("every Machine on the version: %+v", got)
+	}
+	if got := holdForVersion(ng, ngResult{Status: objects.UpdateFailed, Reason: "x"}, 2, "v1.34.1"); got.Status != objects.UpdateFailed {
+		t.Errorf("a failure is not held: %+v", got)
+	}
+	settledNG := &objects.NodeGroup{Name: "ng", Status: objects.UpdateComplete}
+	if got := holdForVersion(settledNG, ngResult{Status: objects.UpdateComplete}, 2, "v1.34.1"); got.Status != objects.UpdateComplete {
+		t.Errorf("a settled nodegroup is left as it is: %+v", got)
+	}
+	m := &clusterv1.Machine{}
+	m.Spec.Version = "v1.33.4"
+	if !otherVersion(m, "v1.34.1") || otherVersion(m, "v1.33.4") || otherVersion(m, "") {
+		t.Error("otherVersion")
 	}
 }
 

@@ -96,7 +96,7 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 		}
 	}
 	if _, err := desiredCluster(spec{Cluster: &next, Template: t, NodeGroups: ngs, Labels: parsed, Namespace: r.Namespace,
-		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, IdentityRef: "x"}); err != nil {
+		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		saved.restore(c)
 		return notSupported("The new cluster template cannot be applied: %v", err)
 	}

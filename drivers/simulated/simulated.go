@@ -213,7 +213,12 @@ func desiredOf(req drivers.ClusterRequest) desired {
 			continue
 		}
 		n := int(ng.NodeCount)
-		d.ngs[ng.UUID] = drivers.NodeGroupRequestState{NodeCount: &n, Version: objects.Deref(ng.Version)}
+		minN, maxN := ng.MinNodeCount, int64(0)
+		if ng.MaxNodeCount != nil {
+			maxN = *ng.MaxNodeCount
+		}
+		d.ngs[ng.UUID] = drivers.NodeGroupRequestState{NodeCount: &n, Version: objects.Deref(ng.Version),
+			MinNodeCount: &minN, MaxNodeCount: &maxN}
 	}
 	return d
 }
@@ -229,6 +234,13 @@ func (d desired) fingerprint() string {
 	sort.Strings(uuids)
 	for _, u := range uuids {
 		ng := d.ngs[u]
+		// The autoscaler's bounds (what a nodegroup update changes) only
+		// when set, so that the fingerprints recorded before they counted
+		// stay those of nodegroups without bounds.
+		if lo, hi := *ng.MinNodeCount, *ng.MaxNodeCount; lo != 0 || hi != 0 {
+			_, _ = fmt.Fprintf(h, "ng=%s:%d:%s:%d:%d\n", u, *ng.NodeCount, ng.Version, lo, hi)
+			continue
+		}
 		_, _ = fmt.Fprintf(h, "ng=%s:%d:%s\n", u, *ng.NodeCount, ng.Version)
 	}
 	return strconv.FormatUint(h.Sum64(), 16)

@@ -422,6 +422,22 @@ func TestRequestShowsWhatTheBackEndWasAskedFor(t *testing.T) {
 	if req := observe().Request; req.Behind || req.NodeGroups["x-uuid"].NodeCount == nil {
 		t.Fatalf("after the nodegroup create: %+v", req)
 	}
+	// A nodegroup update (its autoscaler bounds) claimed, its driver call
+	// never made; then made.
+	extra.MaxNodeCount, extra.Status = ptrInt64(4), objects.UpdateInProgress
+	r.reset()
+	if req := observe().Request; !req.Behind {
+		t.Fatalf("a nodegroup update the back end never got: %+v", req)
+	}
+	clk.t = clk.t.Add(time.Second)
+	res, err = d.UpdateNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: r.req(), NodeGroup: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(res, extra)
+	if req := observe().Request; req.Behind || *req.NodeGroups["x-uuid"].MaxNodeCount != 4 {
+		t.Fatalf("after the nodegroup update: %+v", req)
+	}
 	// A failed upgrade reports the template and kube_tag it ran.
 	r.c.Labels[simulated.LabelFail] = "upgrade"
 	r.reset()
@@ -448,3 +464,5 @@ func TestRequestShowsWhatTheBackEndWasAskedFor(t *testing.T) {
 		t.Fatalf("an old stack_id: %+v", req)
 	}
 }
+
+func ptrInt64(n int64) *int64 { return &n }

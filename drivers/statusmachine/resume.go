@@ -25,6 +25,7 @@ const (
 	OpCreateNodeGroup Op = "create_nodegroup"
 	OpUpdateNodeGroup Op = "update_nodegroup"
 	OpDeleteNodeGroup Op = "delete_nodegroup"
+	OpRotateCA        Op = "rotate_ca_certificate"
 )
 
 // Call is one driver call of a resumption, to be built from the rows as
@@ -88,6 +89,22 @@ func ResumeNote(calls []Call, attempt, of int) string {
 	}
 	return fmt.Sprintf("%sresumed by the conductor, calling %s (attempt %d of %d)", notePrefix,
 		strings.Join(ops, ", "), attempt, of)
+}
+
+// CARotationClaimed is the status_reason a CA rotation's claim records,
+// until its driver accepted the new CAs (the handler clears it when it
+// records their references). The back end's desired state says nothing of
+// certificates, so unlike the other operations a rotation that never
+// reached its driver cannot be told from the rows and the desired state:
+// this is its marker, in a column the shared schema has.
+const CARotationClaimed = "rotating the cluster CAs: not handed to the driver yet"
+
+// caRotationPending reports whether reason says that a CA rotation was
+// claimed and has not been handed to its driver: its claim's marker, or a
+// resumption's note.
+func caRotationPending(reason *string) bool {
+	r := objects.Deref(reason)
+	return r == CARotationClaimed || strings.HasPrefix(r, notePrefix) && strings.Contains(r, string(OpRotateCA))
 }
 
 // lastWrite is when the cluster row was last written: its claim, or the

@@ -93,6 +93,21 @@ func TestInterruptedOperationsAreResumed(t *testing.T) {
 		{"cluster update of the default worker (not claimed)", objects.UpdateInProgress, []*objects.NodeGroup{
 			ngRow("m", objects.RoleMaster, objects.CreateComplete, 1), ngRow("w", objects.RoleWorker, objects.CreateComplete, 4)},
 			held("tmpl-new", map[string]int{"m": 1, "w": 2}), []string{"update_cluster"}},
+		{"nodegroup update (its bounds reported)", objects.UpdateInProgress, func() []*objects.NodeGroup {
+			ngs := append(defaultNGs(objects.UpdateComplete), newNG("x", objects.UpdateInProgress))
+			ngs[2].MaxNodeCount = ptr(int64(7))
+			return ngs
+		}(), func() *drivers.BackendRequest {
+			r := held("tmpl-new", map[string]int{"m": 1, "w": 2, "x": 1})
+			x := r.NodeGroups["x"]
+			x.MinNodeCount, x.MaxNodeCount = ptr(int64(0)), ptr(int64(3))
+			r.NodeGroups["x"] = x
+			return r
+		}(), []string{"update_nodegroup:x"}},
+		{"nodegroup update (a back end that is behind)", objects.UpdateInProgress,
+			append(defaultNGs(objects.UpdateComplete), newNG("x", objects.UpdateInProgress)),
+			&drivers.BackendRequest{Exists: true, Behind: true, NodeGroups: map[string]drivers.NodeGroupRequestState{
+				"x": {NodeCount: ptr(1)}}}, []string{"update_nodegroup:x"}},
 		{"deletion", objects.DeleteInProgress, defaultNGs(objects.UpdateComplete),
 			held("tmpl-new", map[string]int{"m": 1, "w": 2}), []string{"delete_cluster"}},
 		{"create handed over but never received", objects.CreateInProgress, defaultNGs(objects.CreateInProgress),
@@ -205,6 +220,46 @@ func TestInterruptedCreateWithoutStackID(t *testing.T) {
 	d, _ = sm.Triage(c, t0.Add(10*time.Minute), sm.Timeouts{Resume: 5 * time.Minute})
 	if d.Resume != nil || d.Cluster.Status != objects.CreateFailed {
 		t.Fatalf("%+v", d)
+	}
+}
+
+// TestInterruptedCARotation: a CA rotation's claim is marked in its
+// status_reason (the back end's desired state says nothing of
+// certificates): the sync leaves it alone within the bound, resumes it past
+// it, then fails it once the attempts are spent; without the marker (the
+// driver accepted the new CAs) it is judged as usual.
+func TestInterruptedCARotation(t *testing.T) {
+	c := claimed(objects.UpdateInProgress)
+	c.StatusReason = objects.Str(sm.CARotationClaimed)
+	objects.ResetChanges(c)
+	d, observe := sm.Triage(c, t0.Add(time.Hour+4*time.Minute), resumeTimeouts)
+	if observe || d.Skip == "" || d.Changed() {
+		t.Fatalf("within the bound: observe %v, %+v", observe, d)
+	}
+	late := t0.Add(time.Hour + 6*time.Minute)
+	for attempt := 1; attempt <= 2; attempt++ {
+		d, observe = sm.Triage(c, late, resumeTimeouts)
+		if observe || d.Resume == nil || d.Resume.Attempt != attempt ||
+			!slices.Equal(ops(d.Resume), []string{"rotate_ca_certificate"}) {
+			t.Fatalf("attempt %d: observe %v, %+v", attempt, observe, d)
+		}
+		c = objects.Clone(c)
+		c.StatusReason, c.UpdatedAt = objects.Str(d.Resume.Note+": driver not ready"), ptr(late)
+		objects.ResetChanges(c)
+		if d, observe := sm.Triage(c, late.Add(time.Minute), resumeTimeouts); observe || d.Skip == "" {
+			t.Fatalf("right after attempt %d: observe %v, %+v", attempt, observe, d)
+		}
+		late = late.Add(6 * time.Minute)
+	}
+	d, _ = sm.Triage(c, late, resumeTimeouts)
+	if d.Resume != nil || d.Cluster == nil || d.Cluster.Status != objects.UpdateFailed || event(d) != "update/failure" ||
+		!strings.Contains(objects.Deref(d.Cluster.StatusReason), "the CA rotation was not handed to its driver") {
+		t.Fatalf("attempts spent: %+v", d)
+	}
+	c.StatusReason = nil
+	objects.ResetChanges(c)
+	if _, observe := sm.Triage(c, late, resumeTimeouts); !observe {
+		t.Error("a rotation its driver has is not observed")
 	}
 }
 

@@ -264,6 +264,14 @@ func Triage(c *objects.Cluster, now time.Time, t Timeouts) (d Decision, observe 
 				"the create was not handed to its driver"), false
 		}
 		return Decision{Skip: "its create has not been handed to its driver yet"}, false
+	case c.Status == objects.UpdateInProgress && caRotationPending(c.StatusReason):
+		// Nothing the back end shows says whether it has the new CAs: the
+		// claim's marker does, until the handler records them.
+		if overdue(c, now, t) {
+			return interrupted(c, nil, nil, t, []Call{{Op: OpRotateCA}},
+				"the CA rotation was not handed to its driver"), false
+		}
+		return Decision{Skip: "its CA rotation has not been handed to its driver yet"}, false
 	}
 	return Decision{}, true
 }
@@ -364,7 +372,19 @@ func (m *machine) ngReached(ng *objects.NodeGroup) bool {
 	if v := objects.Deref(ng.Version); v != "" && want.Version != "" && want.Version != v {
 		return false
 	}
+	// A nodegroup update changes only the autoscaler's bounds.
+	if want.MinNodeCount != nil && *want.MinNodeCount != ng.MinNodeCount ||
+		want.MaxNodeCount != nil && *want.MaxNodeCount != orZero(ng.MaxNodeCount) {
+		return false
+	}
 	return true
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // sizeReached reports whether the back end's desired state has a settled
