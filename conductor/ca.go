@@ -3,6 +3,7 @@ package conductor
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -202,16 +203,21 @@ func (h *Handlers) recordRotation(ctx context.Context, log *slog.Logger, claimed
 	objects.MarkChanged(rotated, "status_reason")
 	// The driver accepted the new CAs: they are the cluster's now, whether
 	// or not the row says so yet. The old ones go once it does.
+	// landed is set by the callback, which runs before persistThen returns
+	// when the save lands at once, or later in persistThen's background
+	// retry: never the named result, which the return below also writes.
+	var landed atomic.Bool
 	if err := h.persistThen(ctx, log, "new certificate references", func(ctx context.Context, b *batch) error {
 		return b.cluster(ctx, rotated, db.ClusterCond{Read: claimed, Fields: append(db.ClusterGuardFields(), "status_reason")})
 	}, func(ctx context.Context) {
-		recorded = true
+		landed.Store(true)
 		h.certs.DeleteRefs(ctx, uuid, oldList)
 	}); err != nil {
 		log.Error("the driver rotated the CAs but the new references are not recorded yet; both certificate sets are "+
 			"kept until they are", "new_refs", refsOf(rotated).list(), "old_refs", oldList, "error", err)
 		return false, err
 	}
+	recorded = landed.Load()
 	if !recorded {
 		// Another operation, or a resumption of this one, moved the
 		// cluster on: the old references may still be the row's.
