@@ -19,6 +19,7 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -304,5 +305,32 @@ func TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning %q in:\n%s", want, logs.String())
 		}
+	}
+}
+
+// recordingNodeGroups counts the nodegroup saves that reach the database.
+type recordingNodeGroups struct {
+	wiring.NodeGroupStore
+	saves int
+}
+
+func (r *recordingNodeGroups) SaveNodeGroup(context.Context, *objects.NodeGroup) error {
+	r.saves++
+	return nil
+}
+
+// The Cluster API driver's own nodegroup saves (an upgrade saved the other
+// nodegroups unconditionally, over a concurrent delete or resize: #28)
+// never reach the database through the wiring: the conductor records them,
+// conditionally. Through wiring.Store, as buildCAPIDriver hands it to the
+// driver.
+func TestCAPIDriversNodeGroupSavesNeverReachTheDatabase(t *testing.T) {
+	db := &recordingNodeGroups{}
+	store := wiring.Store{NodeGroupStore: conductorWrites{db}}
+	if err := store.SaveNodeGroup(context.Background(), &objects.NodeGroup{UUID: "ng-1", Status: objects.UpdateInProgress}); err != nil {
+		t.Fatal(err)
+	}
+	if db.saves != 0 {
+		t.Errorf("%d nodegroup saves of the driver reached the database", db.saves)
 	}
 }
