@@ -577,6 +577,60 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	}
 	step("upgraded to v1.34.1")
 
+	// Credential rotation, as the conductor's credential handler calls it:
+	// a new credential in a new Secret, the Cluster pointed at it through
+	// the real webhooks and topology controller, the old one revoked; no
+	// Machine replaced.
+	machineNames := func() []string {
+		var out []string
+		for _, u := range l.live(realGVRMachine, "") {
+			out = append(out, u.GetName())
+		}
+		slices.Sort(out)
+		return out
+	}
+	machinesBefore := machineNames()
+	if err := l.drv.RotateCredential(ctx, l.request()); err != nil {
+		t.Fatalf("RotateCredential: %v", err)
+	}
+	live, err := l.drv.Driver().liveCluster(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := variableString(live, "identityRefName")
+	if identity == credentialSecretName(r.Name) || !strings.HasPrefix(identity, credentialSecretName(r.Name)+"-") {
+		t.Fatalf("identityRefName after the rotation = %q", identity)
+	}
+	credSecrets := l.live(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, LabelSecretKind+"=cloud-credentials")
+	if len(credSecrets) != 1 || credSecrets[0].GetName() != identity {
+		var names []string
+		for _, u := range credSecrets {
+			names = append(names, u.GetName())
+		}
+		t.Errorf("cloud-credentials Secrets after the rotation: %v, want only %s", names, identity)
+	}
+	if !slices.Equal(l.creds.revoked, []string{"appcred-1"}) {
+		t.Errorf("revoked after the rotation: %v, want the first credential", l.creds.revoked)
+	}
+	// The topology controller takes the change in, and replaces nothing.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		cl, err := l.drv.Driver().liveCluster(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Status.ObservedGeneration >= cl.Generation && isTrue(cl.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated Cluster's topology not reconciled: %s", describe(cond(cl.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition)))
+		}
+	}
+	time.Sleep(5 * time.Second) // a rollout would have started its new Machines by now
+	if after := machineNames(); !slices.Equal(after, machinesBefore) {
+		t.Errorf("Machines after the rotation %v, before %v: a credential rotation must not replace servers", after, machinesBefore)
+	}
+	step("credential rotated")
+
 	// Delete, as ClusterDelete does.
 	l.cluster.Status = objects.DeleteInProgress
 	l.save()
@@ -590,8 +644,8 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if _, err := l.drv.Driver().liveCluster(ctx, r); !apierrors.IsNotFound(err) {
 		t.Errorf("DELETE_COMPLETE while the Cluster is still there (%v)", err)
 	}
-	if len(l.creds.revoked) != 1 {
-		t.Errorf("credentials revoked: %v, want the one issued", l.creds.revoked)
+	if !slices.Equal(l.creds.revoked, []string{"appcred-1", "appcred-2"}) {
+		t.Errorf("credentials revoked: %v, want the rotated one, then the cluster's last", l.creds.revoked)
 	}
 	// Left: the baseline and the class bundle (shared by the project's
 	// clusters); what Cluster API owned is removed by the garbage
