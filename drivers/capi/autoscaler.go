@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,7 +71,7 @@ func anyAutoscaled(cl *clusterv1.Cluster) bool {
 
 // autoscalerObjects are the objects of a cluster's autoscaler. owner is
 // the applied Cluster.
-func (d *Driver) autoscalerObjects(c *objects.Cluster, r ref, owner metav1.OwnerReference, l Labels) []any {
+func (d *Driver) autoscalerObjects(c *objects.Cluster, r ref, owner metav1.OwnerReference, l Labels) []autoscalerObject {
 	name := autoscalerName(r.Name)
 	meta := func(kind, apiVersion string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		return metav1.TypeMeta{Kind: kind, APIVersion: apiVersion}, metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
@@ -145,7 +144,14 @@ func (d *Driver) autoscalerObjects(c *objects.Cluster, r ref, owner metav1.Owner
 			},
 		},
 	}
-	return []any{sa, role, rb, dep}
+	return []autoscalerObject{{gvrServiceAccount, sa}, {gvrRole, role}, {gvrRoleBinding, rb}, {gvrDeployment, dep}}
+}
+
+// autoscalerObject is one object of the autoscaler and its resource, in
+// the order they are applied (the Deployment last: its Pod needs the rest).
+type autoscalerObject struct {
+	gvr schema.GroupVersionResource
+	obj any
 }
 
 var autoscalerGVRs = []schema.GroupVersionResource{gvrDeployment, gvrRoleBinding, gvrRole, gvrServiceAccount}
@@ -154,17 +160,16 @@ var autoscalerGVRs = []schema.GroupVersionResource{gvrDeployment, gvrRoleBinding
 // a nodegroup to it, and deletes it otherwise.
 func (d *Driver) reconcileAutoscaler(ctx context.Context, c *objects.Cluster, r ref, applied *clusterv1.Cluster, uid string, l Labels) error {
 	if !anyAutoscaled(applied) {
-		return d.deleteAutoscaler(ctx, r)
+		return d.deleteAutoscalerOf(ctx, c, r.Namespace)
 	}
 	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: r.Name,
 		UID: types.UID(uid)}
-	for i, obj := range d.autoscalerObjects(c, r, owner, l) {
-		u, err := toUnstructured(obj)
+	for _, o := range d.autoscalerObjects(c, r, owner, l) {
+		u, err := toUnstructured(o.obj)
 		if err != nil {
 			return err
 		}
-		gvr := []schema.GroupVersionResource{gvrServiceAccount, gvrRole, gvrRoleBinding, gvrDeployment}[i]
-		if _, err := d.deps.Dynamic.Resource(gvr).Namespace(r.Namespace).Apply(ctx, u.GetName(), u,
+		if _, err := d.deps.Dynamic.Resource(o.gvr).Namespace(r.Namespace).Apply(ctx, u.GetName(), u,
 			metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("capi: apply the cluster-autoscaler's %s %s/%s: %w", u.GetKind(), r.Namespace, u.GetName(), err)
 		}
@@ -173,7 +178,8 @@ func (d *Driver) reconcileAutoscaler(ctx context.Context, c *objects.Cluster, r 
 }
 
 // deleteAutoscalerOf deletes, by label, the autoscaler objects of cluster
-// c in ns (cleanup, which knows the cluster but not its Cluster's name).
+// c in ns: when no nodegroup is autoscaled any more, and at the cleanup
+// (which knows the cluster but not its Cluster's name).
 func (d *Driver) deleteAutoscalerOf(ctx context.Context, c *objects.Cluster, ns string) error {
 	sel := LabelClusterUUID + "=" + deref(c.UUID) + "," + LabelComponent + "=cluster-autoscaler"
 	var errs []error
@@ -181,20 +187,6 @@ func (d *Driver) deleteAutoscalerOf(ctx context.Context, c *objects.Cluster, ns 
 		if err := d.deps.Dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("capi: delete the cluster-autoscaler's %s: %w", gvr.Resource, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// deleteAutoscaler deletes the cluster's autoscaler objects; missing ones
-// are not an error.
-func (d *Driver) deleteAutoscaler(ctx context.Context, r ref) error {
-	var errs []error
-	for _, gvr := range autoscalerGVRs {
-		err := d.deps.Dynamic.Resource(gvr).Namespace(r.Namespace).Delete(ctx, autoscalerName(r.Name), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("capi: delete the cluster-autoscaler's %s %s/%s: %w",
-				strings.TrimSuffix(gvr.Resource, "s"), r.Namespace, autoscalerName(r.Name), err))
 		}
 	}
 	return errors.Join(errs...)

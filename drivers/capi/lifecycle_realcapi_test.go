@@ -320,39 +320,13 @@ func (l *lifecycle) machines(ng string) []string {
 	return out
 }
 
-// namespaceObjects lists "Kind name" of every object in ns, of every
-// listable namespaced kind but Events (which nothing owns), found through
-// discovery.
-func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, dyn dynamic.Interface, ns string) []string {
+// namespaceObjects is s.NamespaceObjects, failing t on an error.
+func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, _ dynamic.Interface, ns string) []string {
 	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	out, err := s.NamespaceObjects(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lists, err := dc.ServerPreferredNamespacedResources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range l.APIResources {
-			if !slices.Contains(r.Verbs, "list") || r.Kind == "Event" {
-				continue
-			}
-			items, err := dyn.Resource(gv.WithResource(r.Name)).Namespace(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatalf("list %s: %v", r.Name, err)
-			}
-			for _, it := range items.Items {
-				out = append(out, r.Kind+" "+it.GetName())
-			}
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -491,10 +465,14 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	}
 	step("resized to 2, node named removed")
 
-	// A second nodegroup, created then deleted, as NodeGroupCreate and
-	// NodeGroupDelete do.
+	// A second nodegroup, autoscaled (1 to 3, node_count 2), created then
+	// deleted, as NodeGroupCreate and NodeGroupDelete do: Cluster API
+	// creates its MachineDeployment at the minimum, the status sync sizes
+	// it to node_count, and the cluster gets its cluster-autoscaler, which
+	// goes with the last autoscaled nodegroup.
 	extra := &objects.NodeGroup{UUID: "ng-extra-" + randHex(3), Name: "extra", ClusterID: deref(l.cluster.UUID), Role: objects.RoleWorker,
-		NodeCount: 1, Status: objects.CreateInProgress, CreatedAt: ptr(time.Now()), ImageID: l.tmpl.ImageID, FlavorID: l.tmpl.FlavorID}
+		NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(3)), Labels: map[string]string{"auto_scaling_enabled": "true"},
+		Status: objects.CreateInProgress, CreatedAt: ptr(time.Now()), ImageID: l.tmpl.ImageID, FlavorID: l.tmpl.FlavorID}
 	l.ngs = append(l.ngs, extra)
 	l.cluster.Status = objects.UpdateInProgress
 	l.save()
@@ -502,10 +480,16 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		t.Fatalf("CreateNodeGroup: %v", err)
 	}
 	l.await("nodegroup create", objects.UpdateInProgress, time.Minute, nil)
-	if md := l.deployment("extra"); l.cluster.Status != objects.UpdateComplete || l.ng("extra").Status != objects.CreateComplete || !mdSettled(md, 1) {
-		t.Fatalf("nodegroup create ended with %s; %s", mdState(md), l.state())
+	if md := l.deployment("extra"); l.cluster.Status != objects.UpdateComplete || l.ng("extra").Status != objects.CreateComplete || !mdSettled(md, 2) {
+		t.Fatalf("autoscaled nodegroup create ended with %s (want 2 replicas: node_count within 1 to 3); %s", mdState(md), l.state())
 	}
-	step("nodegroup created")
+	autoscalers := func() int {
+		return len(l.live(gvrDeployment, LabelComponent+"=cluster-autoscaler"))
+	}
+	if n := autoscalers(); n != 1 {
+		t.Errorf("%d cluster-autoscaler Deployments with an autoscaled nodegroup, want 1", n)
+	}
+	step("autoscaled nodegroup created")
 	extra = l.ng("extra")
 	extra.Status = objects.DeleteInProgress
 	l.cluster.Status = objects.UpdateInProgress
@@ -519,6 +503,9 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	}
 	if md, ms := l.deployment("extra"), l.machines("extra"); md != nil || len(ms) > 0 {
 		t.Errorf("the deleted nodegroup's %s and Machines %v are still there", mdState(md), ms)
+	}
+	if n := autoscalers(); n != 0 {
+		t.Errorf("%d cluster-autoscaler Deployments left with no autoscaled nodegroup", n)
 	}
 	step("nodegroup deleted")
 

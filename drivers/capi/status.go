@@ -375,6 +375,15 @@ type ngResult struct {
 	Reason string
 }
 
+// waiting is an in-progress nodegroup's result while it waits for reason:
+// unchanged, or *_FAILED once its deadline has passed.
+func waiting(cur, reason string, timedOut bool) ngResult {
+	if timedOut {
+		return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+	}
+	return ngResult{Status: cur, Reason: reason}
+}
+
 func completeOf(s string) string {
 	switch s {
 	case objects.CreateInProgress:
@@ -436,10 +445,7 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 	if autoscaled {
 		if !sized(ng, md) {
 			reason := fmt.Sprintf("waiting for the MachineDeployment to be sized to %d replicas", sizingTarget(ng, md))
-			if timedOut {
-				return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-			}
-			return ngResult{Status: cur, Reason: reason}
+			return waiting(cur, reason, timedOut)
 		}
 		min, max := autoscalerBounds(md)
 		ready := i32(md.Status.AvailableReplicas)
@@ -451,10 +457,7 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 		// settled status says nothing about the new size.
 		if int64(want) != ng.NodeCount {
 			reason := fmt.Sprintf("waiting for the MachineDeployment to want %d replicas (it wants %d)", ng.NodeCount, want)
-			if timedOut {
-				return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-			}
-			return ngResult{Status: cur, Reason: reason}
+			return waiting(cur, reason, timedOut)
 		}
 		counts = want >= 0 && want == i32(md.Status.UpToDateReplicas) && want == i32(md.Status.AvailableReplicas)
 	}
@@ -463,10 +466,7 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 	// until then the MachineDeployment is settled on the old version.
 	if v := md.Spec.Template.Spec.Version; version != "" && v != "" && v != version {
 		reason := fmt.Sprintf("waiting for the MachineDeployment to move to %s (it runs %s)", version, v)
-		if timedOut {
-			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-		}
-		return ngResult{Status: cur, Reason: reason}
+		return waiting(cur, reason, timedOut)
 	}
 	if md.Status.ObservedGeneration >= md.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
 		isFalse(conds, clusterv1.RollingOutCondition) && isFalse(conds, clusterv1.ScalingUpCondition) &&
@@ -474,10 +474,7 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 		return ngResult{Status: completeOf(cur)}
 	}
 	reason := mdNotReady(md)
-	if timedOut {
-		return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-	}
-	return ngResult{Status: cur, Reason: reason}
+	return waiting(cur, reason, timedOut)
 }
 
 func mdNotReady(md *clusterv1.MachineDeployment) string {
@@ -535,19 +532,13 @@ func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, version s
 	want := i32(cp.Spec.Replicas)
 	if int64(want) != ng.NodeCount {
 		reason := fmt.Sprintf("waiting for the control plane to want %d replicas (it wants %d)", ng.NodeCount, want)
-		if timedOut {
-			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-		}
-		return ngResult{Status: cur, Reason: reason}
+		return waiting(cur, reason, timedOut)
 	}
 	// Until the topology controller has carried an upgrade into the
 	// control plane, its settled status is the old version's.
 	if version != "" && cp.Spec.Version != "" && cp.Spec.Version != version {
 		reason := fmt.Sprintf("waiting for the control plane to move to %s (it runs %s)", version, cp.Spec.Version)
-		if timedOut {
-			return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-		}
-		return ngResult{Status: cur, Reason: reason}
+		return waiting(cur, reason, timedOut)
 	}
 	if cp.Status.ObservedGeneration >= cp.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
 		settled(conds) && want >= 0 && want == i32(cp.Status.UpToDateReplicas) && want == i32(cp.Status.ReadyReplicas) {
@@ -561,10 +552,7 @@ func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, version s
 			break
 		}
 	}
-	if timedOut {
-		return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
-	}
-	return ngResult{Status: cur, Reason: reason}
+	return waiting(cur, reason, timedOut)
 }
 
 // machineAddress picks the address Magnum shows for a node: the external

@@ -115,25 +115,8 @@ func TestOversizedMessagesKeepMemoryFlat(t *testing.T) {
 	for len(got) < n {
 		select {
 		case m := <-replies:
-			var env struct {
-				Message string `json:"oslo.message"`
-			}
-			var r struct {
-				Failure *string `json:"failure"`
-				MsgID   string  `json:"_msg_id"`
-			}
-			if json.Unmarshal(m.Body, &env) != nil || json.Unmarshal([]byte(env.Message), &r) != nil {
-				t.Fatalf("undecodable reply %.200s", m.Body)
-			}
-			class := "(result)"
-			if r.Failure != nil {
-				f, err := oslo.DecodeFailure(*r.Failure)
-				if err != nil {
-					t.Fatal(err)
-				}
-				class = f.Module + "." + f.Class
-			}
-			got[r.MsgID] = class
+			id, class, _ := replyClass(t, m.Body)
+			got[id] = class
 		case <-timeout:
 			t.Fatalf("replies after 3 minutes: %v", got)
 		}
@@ -343,4 +326,28 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	t.Logf("FIGURES database outage: %s away; casts during it served after it; longest log line %d bytes (2 MB request_id)",
 		restored.Sub(outage).Round(time.Second), longest)
+}
+
+// replyClass reads an oslo.messaging reply: its _msg_id, and the
+// exception's module.Class for a failure, "(result)" otherwise.
+func replyClass(t *testing.T, body []byte) (msgID, class string, failure bool) {
+	t.Helper()
+	var env struct {
+		Message string `json:"oslo.message"`
+	}
+	var r struct {
+		Failure *string `json:"failure"`
+		MsgID   string  `json:"_msg_id"`
+	}
+	if json.Unmarshal(body, &env) != nil || json.Unmarshal([]byte(env.Message), &r) != nil {
+		t.Fatalf("undecodable reply %.200s", body)
+	}
+	if r.Failure == nil {
+		return r.MsgID, "(result)", false
+	}
+	f, err := oslo.DecodeFailure(*r.Failure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.MsgID, f.Module + "." + f.Class, true
 }

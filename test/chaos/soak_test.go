@@ -197,27 +197,9 @@ func TestMalformedMessages(t *testing.T) {
 	for len(got) < len(want) {
 		select {
 		case m := <-replies:
-			var env struct {
-				Message string `json:"oslo.message"`
-			}
-			var r struct {
-				Failure *string `json:"failure"`
-				MsgID   string  `json:"_msg_id"`
-				Ending  bool    `json:"ending"`
-			}
-			if json.Unmarshal(m.Body, &env) != nil || json.Unmarshal([]byte(env.Message), &r) != nil {
-				t.Fatalf("undecodable reply %.200s", m.Body)
-			}
-			class := "(result)"
-			if r.Failure != nil {
-				f, err := oslo.DecodeFailure(*r.Failure)
-				if err != nil {
-					t.Fatal(err)
-				}
-				class = f.Module + "." + f.Class
-			}
-			if _, seen := got[r.MsgID]; !seen || r.Failure != nil {
-				got[r.MsgID] = class
+			id, class, failure := replyClass(t, m.Body)
+			if _, seen := got[id]; !seen || failure {
+				got[id] = class
 			}
 		case <-timeout:
 			t.Fatalf("replies after 2 minutes: %v, want %v", got, want)

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
@@ -297,38 +296,13 @@ func TestControllersRunAClusterLifecycle(t *testing.T) {
 	})
 }
 
-// namespaceObjects lists "Kind name" of every object in ns, of every
-// listable namespaced kind but Events (which nothing owns).
-func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, dyn dynamic.Interface, ns string) []string {
+// namespaceObjects is s.NamespaceObjects, failing t on an error.
+func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, _ dynamic.Interface, ns string) []string {
 	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	out, err := s.NamespaceObjects(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lists, err := dc.ServerPreferredNamespacedResources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range l.APIResources {
-			if !slices.Contains(r.Verbs, "list") || r.Kind == "Event" {
-				continue
-			}
-			items, err := dyn.Resource(gv.WithResource(r.Name)).Namespace(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatalf("list %s: %v", r.Name, err)
-			}
-			for _, it := range items.Items {
-				out = append(out, r.Kind+" "+it.GetName())
-			}
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -291,3 +291,42 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// NamespaceObjects lists "Kind name" of every object in ns, sorted, of
+// every listable namespaced kind but Events (which nothing owns), found
+// through discovery: what a test checks is left after a delete.
+func (s *Server) NamespaceObjects(ctx context.Context, ns string) ([]string, error) {
+	dyn, _, err := s.clients()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := dc.ServerPreferredNamespacedResources()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range l.APIResources {
+			if !slices.Contains(r.Verbs, "list") || r.Kind == "Event" {
+				continue
+			}
+			items, err := dyn.Resource(gv.WithResource(r.Name)).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("apitest: list %s: %w", r.Name, err)
+			}
+			for _, it := range items.Items {
+				out = append(out, r.Kind+" "+it.GetName())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
