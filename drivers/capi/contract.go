@@ -10,8 +10,6 @@ package capi
 import (
 	"context"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -153,74 +151,8 @@ func (a *Contract) ValidateMasterResize(nodeCount int) error {
 	return a.d.ValidateMasterResize(nodeCount)
 }
 
-// Observe implements drivers.Driver by running UpdateClusterStatus on the
-// request's copies and reading the statuses it set as phases.
+// Observe implements drivers.Driver.
 func (a *Contract) Observe(ctx context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
-	c := with(req.ClusterRequest)
-	before := objects.Clone(c)
-	ngBefore := make([]*objects.NodeGroup, len(req.NodeGroups))
-	for i, ng := range req.NodeGroups {
-		ngBefore[i] = objects.Clone(ng)
-	}
-	if req.Fresh {
-		if err := a.d.confirmReachable(ctx); err != nil {
-			return drivers.Observation{}, err
-		}
-	}
-	if err := a.d.UpdateClusterStatus(ctx, c, req.NodeGroups); err != nil {
-		return drivers.Observation{}, err
-	}
-	obs := drivers.Observation{
-		Phase:      phaseOf(before.Status, c.Status),
-		Reason:     deref(c.StatusReason),
-		NodeGroups: map[string]drivers.NodeGroupObservation{},
-	}
-	if i := strings.Index(obs.Reason, "; cluster_template_id rolled back to "); i >= 0 {
-		obs.Reason = obs.Reason[:i] // the status machine says it
-	}
-	if deref(c.APIAddress) != deref(before.APIAddress) {
-		obs.APIAddress = deref(c.APIAddress)
-	}
-	if deref(c.CoeVersion) != deref(before.CoeVersion) {
-		obs.COEVersion = deref(c.CoeVersion)
-	}
-	if id := deref(c.ClusterTemplateID); id != deref(before.ClusterTemplateID) {
-		obs.AppliedTemplateID = id
-		if tag := c.Labels["kube_tag"]; tag != before.Labels["kube_tag"] {
-			obs.AppliedKubeTag = tag
-		}
-	}
-	for i, ng := range req.NodeGroups {
-		old := ngBefore[i]
-		o := drivers.NodeGroupObservation{Phase: phaseOf(old.Status, ng.Status), Reason: deref(ng.StatusReason)}
-		if !slices.Equal(ng.NodeAddresses, old.NodeAddresses) || (ng.NodeAddresses == nil) != (old.NodeAddresses == nil) {
-			o.NodeAddresses = ng.NodeAddresses
-			if o.NodeAddresses == nil {
-				o.NodeAddresses = []string{}
-			}
-		}
-		if ng.NodeCount != old.NodeCount {
-			n := int(ng.NodeCount)
-			o.NodeCount = &n
-		}
-		obs.NodeGroups[ng.UUID] = o
-	}
-	return obs, nil
-}
-
-// phaseOf reads the status UpdateClusterStatus set (after) over the one it
-// was given (before) as a phase.
-func phaseOf(before, after string) drivers.Phase {
-	switch {
-	case after == objects.DeleteComplete:
-		return drivers.PhaseGone
-	case strings.HasSuffix(after, "_COMPLETE"):
-		return drivers.PhaseReady
-	case strings.HasSuffix(after, "_FAILED") && after != before:
-		return drivers.PhaseFailed
-	case strings.HasSuffix(after, "_IN_PROGRESS"):
-		return drivers.PhaseInProgress
-	}
-	// A settled status UpdateClusterStatus left alone: nothing to judge.
-	return drivers.PhaseReady
+	req.Cluster = with(req.ClusterRequest)
+	return a.d.Observe(ctx, req)
 }

@@ -736,209 +736,22 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 	return errors.Join(errs...)
 }
 
-// UpdateClusterStatus implements drivers.Driver from the informer cache
-// (capi-driver.md §5.2). It makes no API request except the one-time
-// clean-up once a deleted Cluster is gone.
-func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
-	if err := d.current(); err != nil {
-		return err
-	}
-	now := d.now()
-	r, ok := refOf(c)
-	var obs observation
-	if ok {
-		obs = d.cache.Load().observe(r.Namespace, r.Name)
-		var generation int64
-		if obs.Cluster != nil {
-			generation = obs.Cluster.Generation
-		}
-		if d.cacheBehind(r, generation) {
-			d.log.DebugContext(ctx, "the informer cache has not seen our last change of the Cluster yet; status left as it is",
-				"cluster", deref(c.UUID), "capi_cluster", r.String(), "cached_generation", generation)
-			return nil
-		}
-	} else {
-		obs = observation{Deployments: map[string]*clusterv1.MachineDeployment{}}
-	}
-	createDeadline := d.createDeadline(c, obs.Cluster)
-	var deleteDeadline time.Time
-	if obs.Cluster != nil && obs.Cluster.DeletionTimestamp != nil {
-		deleteDeadline = d.deleteStart(r, obs.Cluster).Add(d.opts.DeleteTimeout)
-	}
-	if deadlinePassed(c, ngs, now, createDeadline, deleteDeadline) {
-		if err := d.confirmReachable(ctx); err != nil {
-			return err
-		}
-	}
-	var failedNow []string // nodegroups that failed at this sync
-	var version string     // what every nodegroup converges to
-	if obs.Cluster != nil {
-		version = obs.Cluster.Spec.Topology.Version
-	}
-	for _, ng := range ngs {
-		var res ngResult
-		var addrs []string
-		if ng.Role == objects.RoleMaster {
-			res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, version, now, d.createDeadlineFor(c, ng, createDeadline))
-			outdated := 0
-			for _, m := range obs.Machines {
-				if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
-					if a := machineAddress(m); a != "" {
-						addrs = append(addrs, a)
-					}
-					if otherVersion(m, version) {
-						outdated++
-					}
-				}
-			}
-			res = holdForVersion(ng, res, outdated, version)
-		} else {
-			mdName := mdNameFor(ng)
-			md := obs.Deployments[mdName]
-			machines, outdated := 0, 0
-			for _, m := range obs.Machines {
-				if m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName {
-					machines++
-					if a := machineAddress(m); a != "" {
-						addrs = append(addrs, a)
-					}
-					if otherVersion(m, version) {
-						outdated++
-					}
-				}
-			}
-			// Whether the nodegroup is autoscaled is read from what the last
-			// apply wrote (the template's labels under the cluster's), not
-			// worked out again from the cluster's labels alone.
-			auto := appliedAutoscaled(md)
-			inProgress := strings.HasSuffix(ng.Status, "_IN_PROGRESS") && ng.Status != objects.DeleteInProgress
-			if auto && md != nil && inProgress {
-				// A create or resize sizes the MachineDeployment once; the
-				// mapping waits until the cache shows it sized.
-				if err := d.sizeAutoscaled(ctx, r, ng, md); err != nil {
-					d.log.Warn("could not size an autoscaled nodegroup; retried at the next sync",
-						append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "error", err)...)
-				}
-			}
-			res = mapWorkerNodeGroup(ng, md, machines, auto, version, now, d.createDeadlineFor(c, ng, createDeadline))
-			res = holdForVersion(ng, res, outdated, version)
-			// Settled, the autoscaler's size is the nodegroup's node_count;
-			// in progress, node_count is what was asked for.
-			if auto && md != nil && md.Spec.Replicas != nil && !strings.HasSuffix(ng.Status, "_IN_PROGRESS") &&
-				md.Annotations[annotationSizedNodeCount] != "" {
-				ng.NodeCount = int64(*md.Spec.Replicas)
-			}
-		}
-		slices.Sort(addrs)
-		if obs.Cluster != nil && !slices.Equal(addrs, ng.NodeAddresses) && (len(addrs) > 0 || ng.NodeAddresses != nil) {
-			ng.NodeAddresses = addrs
-		}
-		if res.Status != ng.Status {
-			d.log.Info("nodegroup status changed", append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "from", ng.Status, "to", res.Status)...)
-			if strings.HasSuffix(res.Status, "_FAILED") {
-				failedNow = append(failedNow, fmt.Sprintf("nodegroup %s %s: %s", ng.Name, res.Status, res.Reason))
-			}
-			ng.Status = res.Status
-		}
-		setReason(&ng.StatusReason, res.Reason)
-	}
-
-	res := mapClusterStatus(c.Status, obs, ngs, now, createDeadline, deleteDeadline)
-	res = failedDuringSync(c.Status, res, failedNow)
-	if res.Gone && c.Status == objects.DeleteInProgress {
-		d.noteDeleteRequested(r, time.Time{})
-		ns := r.Namespace
-		if !ok { // create never got as far as stack_id: secrets may still exist
-			ns = namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID))
-		}
-		if err := d.cleanup(ctx, c, ns); err != nil {
-			setReason(&c.StatusReason, "Cluster deleted; clean-up pending: "+err.Error())
-			return nil // stay DELETE_IN_PROGRESS and retry on the next sync
-		}
-	}
-	if res.Status == objects.UpdateFailed && obs.Cluster != nil {
-		prev := obs.Cluster.Annotations[annotationPreviousTemplateID]
-		if prev != "" && obs.Cluster.Annotations[annotationTemplateID] == deref(c.ClusterTemplateID) && prev != deref(c.ClusterTemplateID) {
-			res.Reason += "; cluster_template_id rolled back to " + prev
-			c.ClusterTemplateID = ptr(prev)
-			// The upgrade's kube_tag goes with its template.
-			if tag := obs.Cluster.Annotations[annotationPreviousKubeTag]; tag != "" && c.Labels["kube_tag"] != tag {
-				labels := mergedLabels(&objects.Cluster{Labels: c.Labels}, nil)
-				labels["kube_tag"] = tag
-				c.Labels = labels
-				res.Reason += " and kube_tag to " + tag
-			}
-		}
-	}
-	// Only the states the sync drives get a new status and reason; settled
-	// ones (including *_FAILED with their reason) are left as they are.
-	if slices.Contains([]string{objects.CreateInProgress, objects.UpdateInProgress, objects.DeleteInProgress, objects.RollbackInProgress}, c.Status) {
-		if res.Status != c.Status {
-			d.log.Info("cluster status changed", append(d.logAttrs(ctx, c), "from", c.Status, "to", res.Status, "reason", res.Reason)...)
-			c.Status = res.Status
-		}
-		setReason(&c.StatusReason, res.Reason)
-	}
-	if obs.Cluster != nil {
-		if ep := obs.Cluster.Spec.ControlPlaneEndpoint; ep.Host != "" {
-			port := ep.Port
-			if port == 0 {
-				port = 6443
-			}
-			c.APIAddress = ptr(fmt.Sprintf("https://%s:%d", ep.Host, port))
-		}
-		if v := coeVersion(obs); v != "" {
-			c.CoeVersion = ptr(v)
-		}
-	}
-	return nil
-}
-
 // otherVersion reports whether Machine m runs a version other than the
 // topology's (both known).
 func otherVersion(m *clusterv1.Machine, version string) bool {
 	return version != "" && m.Spec.Version != "" && m.Spec.Version != version
 }
 
-// holdForVersion keeps a nodegroup in progress while outdated of its
-// Machines run another version than the topology's: for a moment after a
-// MachineDeployment has moved to a new version, its status still counts
-// the old Machines as up to date (the lifecycle test against the real
-// controllers saw a worker complete an upgrade that way).
-func holdForVersion(ng *objects.NodeGroup, res ngResult, outdated int, version string) ngResult {
-	if outdated == 0 || res.Status == ng.Status || !strings.HasSuffix(res.Status, "_COMPLETE") {
-		return res
-	}
-	return ngResult{Status: ng.Status, Reason: fmt.Sprintf("waiting for %d machines to move to %s", outdated, version)}
-}
-
-// failedDuringSync fails a create or an update still in progress when one
-// of its nodegroups failed at this sync: the operation cannot complete.
-func failedDuringSync(current string, res statusResult, failed []string) statusResult {
-	if len(failed) == 0 || res.Status != current {
-		return res
-	}
-	switch current {
-	case objects.CreateInProgress:
-		return statusResult{Status: objects.CreateFailed, Reason: strings.Join(failed, "; ")}
-	case objects.UpdateInProgress:
-		return statusResult{Status: objects.UpdateFailed, Reason: strings.Join(failed, "; ")}
-	case objects.RollbackInProgress:
-		return statusResult{Status: objects.RollbackFailed, Reason: strings.Join(failed, "; ")}
-	}
-	return res
-}
-
 // createDeadlineFor is when a nodegroup in CREATE_IN_PROGRESS has failed:
 // the cluster's create deadline for the nodegroups created with it, and
 // created_at + the cluster's create timeout for one added later (else a
 // nodegroup added after that deadline would fail at its first sync).
-func (d *Driver) createDeadlineFor(c *objects.Cluster, ng *objects.NodeGroup, clusterDeadline time.Time) time.Time {
+func createDeadlineFor(timeout time.Duration, ng *objects.NodeGroup, clusterDeadline time.Time) time.Time {
 	if ng.Status != objects.CreateInProgress {
 		return time.Time{}
 	}
 	if ng.CreatedAt != nil {
-		if own := ng.CreatedAt.Add(d.createTimeout(c)); own.After(clusterDeadline) {
+		if own := ng.CreatedAt.Add(timeout); own.After(clusterDeadline) {
 			return own
 		}
 	}
@@ -973,18 +786,6 @@ func (d *Driver) createTimeout(c *objects.Cluster) time.Duration {
 		return time.Duration(n) * time.Minute
 	}
 	return d.opts.CreateTimeout
-}
-
-func setReason(p **string, reason string) {
-	if reason == "" {
-		if *p != nil {
-			*p = nil
-		}
-		return
-	}
-	if deref(*p) != reason {
-		*p = ptr(reason)
-	}
 }
 
 // createDeadline comes from the annotation written at create, else from

@@ -31,6 +31,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 )
 
@@ -292,11 +293,11 @@ func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	}
 }
 
-// sync runs UpdateClusterStatus until the cluster reaches want.
+// syncUntil runs the status sync until the cluster reaches want.
 func (e *env) syncUntil(t testing.TB, c *objects.Cluster, want string, reasonContains string) {
 	t.Helper()
 	eventually(t, "cluster "+want, func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		return c.Status == want && strings.Contains(deref(c.StatusReason), reasonContains),
@@ -712,7 +713,7 @@ func createdCluster(t *testing.T, e *env, workers map[string]int32) (*objects.Cl
 	e.syncUntil(t, c, objects.CreateComplete, "")
 	// Every Machine is in the cache (each informer has its own watch).
 	eventually(t, "machines cached", func() (bool, string) {
-		_ = e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c))
+		_ = e.updateStatus(context.Background(), c, e.nodeGroups(c))
 		for _, ng := range e.nodeGroups(c) {
 			if int64(len(ng.NodeAddresses)) != ng.NodeCount {
 				return false, fmt.Sprintf("%s has %v", ng.Name, ng.NodeAddresses)
@@ -726,11 +727,14 @@ func createdCluster(t *testing.T, e *env, workers map[string]int32) (*objects.Cl
 func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
 	e := newEnv(t)
 	c := e.newCluster("status", map[string]string{"kube_tag": "v1.33.4"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 2})
-	if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
-		t.Fatal(err)
+	// Before the create handed it to the driver (no stack_id), the
+	// driver reports it pending, and the status machine does not judge it.
+	obs, err := e.d.Observe(context.Background(), drivers.ObserveRequest{ClusterRequest: drivers.ClusterRequest{Cluster: c, NodeGroups: e.nodeGroups(c)}})
+	if err != nil || obs.Phase != drivers.PhasePending || obs.Reason != "waiting for Cluster" {
+		t.Errorf("before create: %v %s %q", err, obs.Phase, obs.Reason)
 	}
-	if c.Status != objects.CreateInProgress || deref(c.StatusReason) != "waiting for Cluster" {
-		t.Errorf("before create: %s %q", c.Status, deref(c.StatusReason))
+	if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil || c.Status != objects.CreateInProgress {
+		t.Errorf("before create: %v %s", err, c.Status)
 	}
 	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
 		t.Fatal(err)
@@ -845,7 +849,7 @@ func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
 	ngs[2].Status = objects.UpdateInProgress
 	ghost := &objects.NodeGroup{Name: "ghost", Role: objects.RoleWorker, Status: objects.DeleteInProgress, UUID: "ghost"}
 	ngs = append(ngs, ghost)
-	if err := e.d.UpdateClusterStatus(context.Background(), c, ngs); err != nil {
+	if err := e.updateStatus(context.Background(), c, ngs); err != nil {
 		t.Fatal(err)
 	}
 	if ngs[2].Status != objects.UpdateInProgress || deref(ngs[2].StatusReason) != "waiting for the MachineDeployment" {
@@ -854,17 +858,17 @@ func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
 	if ghost.Status != objects.DeleteComplete {
 		t.Errorf("ghost nodegroup = %s, want DELETE_COMPLETE", ghost.Status)
 	}
-	if c.Status != objects.UpdateInProgress || !strings.Contains(deref(c.StatusReason), "extra UPDATE_IN_PROGRESS") {
+	if c.Status != objects.UpdateInProgress || !strings.Contains(deref(c.StatusReason), "waiting for nodegroups: extra") {
 		t.Errorf("cluster = %s %q", c.Status, deref(c.StatusReason))
 	}
 	// A cluster whose stack_id points nowhere.
 	lost := &objects.Cluster{UUID: ptr("lost"), StackID: ptr("magnum-nowhere/none"), Status: objects.CreateInProgress}
-	if err := e.d.UpdateClusterStatus(context.Background(), lost, nil); err != nil || deref(lost.StatusReason) != "waiting for Cluster" {
+	if err := e.updateStatus(context.Background(), lost, nil); err != nil || deref(lost.StatusReason) != "waiting for Cluster" {
 		t.Errorf("lost cluster: %v %q", err, deref(lost.StatusReason))
 	}
 	// Settled states keep their status and reason.
 	failed := &objects.Cluster{UUID: ptr("failed"), StackID: ptr("magnum-nowhere/none"), Status: objects.CreateFailed, StatusReason: ptr("quota")}
-	if err := e.d.UpdateClusterStatus(context.Background(), failed, nil); err != nil || failed.Status != objects.CreateFailed || deref(failed.StatusReason) != "quota" {
+	if err := e.updateStatus(context.Background(), failed, nil); err != nil || failed.Status != objects.CreateFailed || deref(failed.StatusReason) != "quota" {
 		t.Errorf("failed cluster: %v %s %q", err, failed.Status, deref(failed.StatusReason))
 	}
 }
@@ -986,7 +990,7 @@ func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 	// Its settled minimum size is not the nodegroup's: the sync sizes it.
 	e.syncUntil(t, c, objects.CreateInProgress, "")
 	eventually(t, "the MachineDeployment sized to node_count 2", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(ctx, c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		return mdReplicas() == 2, fmt.Sprintf("replicas %d, nodegroup %s (%s)", mdReplicas(), e.nodeGroups(c)[1].Status, deref(e.nodeGroups(c)[1].StatusReason))
@@ -1007,7 +1011,7 @@ func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 	p.mdStatus("default-worker", 4, 4, 4, settledMDConds()...)
 	c.Status = objects.UpdateInProgress // an unrelated update in progress: the sync reads settled nodegroups
 	eventually(t, "node_count read from the autoscaled MachineDeployment", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(ctx, c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		n := e.nodeGroups(c)[1].NodeCount
@@ -1032,7 +1036,7 @@ func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 		t.Fatalf("resize wrote topology replicas %d beside the autoscaler's annotations", *topo.Replicas)
 	}
 	eventually(t, "the MachineDeployment sized to the resize's 3", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(ctx, c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		return mdReplicas() == 3, fmt.Sprintf("replicas %d", mdReplicas())
@@ -1305,7 +1309,7 @@ func BenchmarkUpdateClusterStatus1000(b *testing.B) {
 	for b.Loop() { // the setup above runs once
 		cycles++
 		for i := range n {
-			if err := e.d.UpdateClusterStatus(ctx, clusters[i], nodegroups[i]); err != nil {
+			if err := e.updateStatus(ctx, clusters[i], nodegroups[i]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1332,7 +1336,7 @@ func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
 	c.Status = objects.UpdateInProgress
 	e.d.noteWritten(p.r, gen+1) // our apply produced a spec the cache has not seen
 	for i := 0; i < 3; i++ {
-		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		if c.Status != objects.UpdateInProgress {
@@ -1362,7 +1366,7 @@ func TestNodeGroupAddedLaterHasItsOwnCreateDeadline(t *testing.T) {
 	// A sync judges the nodegroup once the cache has seen the apply (until
 	// then it leaves everything as it is).
 	eventually(t, "the new nodegroup judged", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		return deref(ng.StatusReason) != "", ng.Status
@@ -1374,7 +1378,7 @@ func TestNodeGroupAddedLaterHasItsOwnCreateDeadline(t *testing.T) {
 	much := later.Add(2 * time.Hour)
 	e.now.Store(&much)
 	eventually(t, "the nodegroup failed past its own deadline", func() (bool, string) {
-		if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
 		}
 		return ng.Status == objects.CreateFailed, ng.Status + ": " + deref(ng.StatusReason)
@@ -1426,7 +1430,7 @@ func TestDeleteRetriedAfterDeleteFailedGetsANewTimeout(t *testing.T) {
 	if err := e.d.DeleteCluster(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.d.UpdateClusterStatus(ctx, c, e.nodeGroups(c)); err != nil {
+	if err := e.updateStatus(ctx, c, e.nodeGroups(c)); err != nil {
 		t.Fatal(err)
 	}
 	if c.Status != objects.DeleteInProgress {

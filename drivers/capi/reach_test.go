@@ -130,7 +130,7 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 
 	cut.set(true, true)
 	eventually(t, "the driver notices", func() (bool, string) {
-		err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c))
+		err := e.updateStatus(context.Background(), c, e.nodeGroups(c))
 		return errors.Is(err, drivers.ErrNotReady) && strings.Contains(fmtErr(err), "has not answered since"), fmtErr(err)
 	})
 	if _, err := e.d.Monitor(context.Background(), c); !errors.Is(err, drivers.ErrNotReady) {
@@ -141,7 +141,7 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 	later := time.Now().Add(2 * time.Hour)
 	e.now.Store(&later)
 	for range 3 {
-		err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c))
+		err := e.updateStatus(context.Background(), c, e.nodeGroups(c))
 		if !errors.Is(err, drivers.ErrNotReady) {
 			t.Fatalf("sync while lost: %v", err)
 		}
@@ -152,7 +152,7 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 
 	cut.set(false, false)
 	eventually(t, "CREATE_COMPLETE once the management cluster answers", func() (bool, string) {
-		err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c))
+		err := e.updateStatus(context.Background(), c, e.nodeGroups(c))
 		if err != nil && !errors.Is(err, drivers.ErrNotReady) {
 			t.Fatal(err)
 		}
@@ -180,12 +180,12 @@ func TestDeadlineIsCheckedAgainstTheManagementCluster(t *testing.T) {
 	c, _ := inProgress(t, e)
 
 	cut.set(true, false)
-	if err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c)); err != nil || c.Status != objects.CreateInProgress {
+	if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil || c.Status != objects.CreateInProgress {
 		t.Fatalf("before the deadline the cache is read as usual: %v, %s", err, c.Status)
 	}
 	later := time.Now().Add(2 * time.Hour)
 	e.now.Store(&later)
-	err := e.d.UpdateClusterStatus(context.Background(), c, e.nodeGroups(c))
+	err := e.updateStatus(context.Background(), c, e.nodeGroups(c))
 	if !errors.Is(err, drivers.ErrNotReady) || !strings.Contains(err.Error(), "a deadline passed") {
 		t.Fatalf("past the deadline with the management cluster away: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
 )
 
 // controlPlane is the part of a KubeadmControlPlane the driver reads. The
@@ -47,13 +48,10 @@ type observation struct {
 	InfraMachines []*unstructured.Unstructured
 }
 
-// statusResult is the outcome of mapping one cluster.
+// statusResult is the cluster's phase as the cache shows it.
 type statusResult struct {
-	Status string // new cluster status ("" never)
-	Reason string // new status_reason ("" clears it)
-	// Gone is true when a deleting cluster's CAPI Cluster is gone: the
-	// caller cleans up before reporting DELETE_COMPLETE.
-	Gone bool
+	Phase  drivers.Phase
+	Reason string // "" clears it
 }
 
 // Messages used in status_reason.
@@ -229,109 +227,51 @@ func joinReason(parts ...string) string {
 	return strings.Join(keep, "; ")
 }
 
-func allComplete(ngs []*objects.NodeGroup) bool {
-	for _, ng := range ngs {
-		if !strings.HasSuffix(ng.Status, "_COMPLETE") {
-			return false
-		}
-	}
-	return true
-}
-
-// noneInProgress reports whether every nodegroup has settled, completed or
-// failed. An update waits for this, not for every nodegroup to be
-// complete: a nodegroup that had failed before the update would hold it in
-// UPDATE_IN_PROGRESS for ever. One that fails during the update fails it
-// (failedDuringSync).
-func noneInProgress(ngs []*objects.NodeGroup) bool {
-	for _, ng := range ngs {
-		if strings.HasSuffix(ng.Status, "_IN_PROGRESS") {
-			return false
-		}
-	}
-	return true
-}
-
 func settled(conds []metav1.Condition) bool {
 	return !isTrue(conds, clusterv1.RollingOutCondition) && !isTrue(conds, clusterv1.ScalingUpCondition) &&
 		!isTrue(conds, clusterv1.ScalingDownCondition)
 }
 
-// mapClusterStatus is capi-driver.md §5.2 for the cluster row. ngs are the
-// nodegroups after mapNodeGroupStatus. createDeadline and deleteDeadline are
-// zero when unknown.
-func mapClusterStatus(current string, obs observation, ngs []*objects.NodeGroup, now, createDeadline, deleteDeadline time.Time) statusResult {
+// mapClusterStatus is capi-driver.md §5.2 for the cluster, as a phase of
+// the operation the request's status names (current): what the back end
+// shows for a create, an update (upgrade, resize, rollback) or a delete.
+// Whether that completes or fails the operation, together with the
+// nodegroups, is the status machine's business. createDeadline and
+// deleteDeadline (the driver's own create_timeout and delete_timeout) are
+// zero when unknown; past them the back end's operation has failed.
+func mapClusterStatus(current string, obs observation, now, createDeadline, deleteDeadline time.Time) statusResult {
 	cl := obs.Cluster
 	switch current {
 	case objects.CreateInProgress:
 		timedOut := !createDeadline.IsZero() && now.After(createDeadline)
 		if cl == nil {
 			if timedOut {
-				return statusResult{Status: objects.CreateFailed, Reason: "timed out: " + reasonWaitingForCluster}
+				return statusResult{Phase: drivers.PhaseFailed, Reason: "timed out: " + reasonWaitingForCluster}
 			}
-			return statusResult{Status: current, Reason: reasonWaitingForCluster}
+			return statusResult{Phase: drivers.PhasePending, Reason: reasonWaitingForCluster}
 		}
 		gen := cl.Generation
 		if isTrue(cl.Status.Conditions, clusterv1.AvailableCondition) &&
 			fresh(cl.Status.Conditions, clusterv1.AvailableCondition, cl.Status.ObservedGeneration, gen) &&
-			settled(cl.Status.Conditions) && allComplete(ngs) {
-			return statusResult{Status: objects.CreateComplete}
+			settled(cl.Status.Conditions) {
+			return statusResult{Phase: drivers.PhaseReady}
 		}
 		infraMsg, infraCond := worstInfraMessage(obs)
 		reason := joinReason(deepestNotReady(cl), infraMsg)
 		if reason == "" {
-			reason = "waiting for nodegroups: " + pendingNodeGroups(ngs)
+			reason = reasonWaitingObserve
 		}
 		if isTerminal(infraCond) {
-			return statusResult{Status: objects.CreateFailed, Reason: reason}
+			return statusResult{Phase: drivers.PhaseFailed, Reason: reason}
 		}
 		if timedOut {
-			return statusResult{Status: objects.CreateFailed, Reason: "timed out: " + reason}
+			return statusResult{Phase: drivers.PhaseFailed, Reason: "timed out: " + reason}
 		}
-		return statusResult{Status: current, Reason: reason}
-
-	case objects.UpdateInProgress, objects.RollbackInProgress:
-		complete, failed := objects.UpdateComplete, objects.UpdateFailed
-		if current == objects.RollbackInProgress {
-			complete, failed = objects.RollbackComplete, objects.RollbackFailed
-		}
-		if cl == nil {
-			return statusResult{Status: failed, Reason: "the Cluster API Cluster does not exist"}
-		}
-		gen := cl.Generation
-		if cl.Status.ObservedGeneration < gen {
-			return statusResult{Status: current, Reason: reasonWaitingObserve}
-		}
-		topo := cond(cl.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition)
-		if topo != nil && topo.Status == metav1.ConditionFalse && topo.Reason == clusterv1.ClusterTopologyReconciledFailedReason {
-			return statusResult{Status: failed, Reason: describe(topo)}
-		}
-		if isTrue(cl.Status.Conditions, clusterv1.AvailableCondition) &&
-			fresh(cl.Status.Conditions, clusterv1.AvailableCondition, cl.Status.ObservedGeneration, gen) &&
-			isFalse(cl.Status.Conditions, clusterv1.RollingOutCondition) &&
-			isFalse(cl.Status.Conditions, clusterv1.ScalingUpCondition) &&
-			isFalse(cl.Status.Conditions, clusterv1.ScalingDownCondition) &&
-			topo != nil && topo.Status == metav1.ConditionTrue && noneInProgress(ngs) {
-			return statusResult{Status: complete}
-		}
-		infraMsg, _ := worstInfraMessage(obs)
-		var topoMsg string
-		if topo != nil && topo.Status != metav1.ConditionTrue {
-			topoMsg = describe(topo)
-		}
-		reason := joinReason(topoMsg, deepestNotReady(cl), infraMsg)
-		if reason == "" {
-			if p := pendingNodeGroups(ngs); p != "" {
-				reason = "waiting for nodegroups: " + p
-			} else {
-				reason = "waiting for RollingOut, ScalingUp and ScalingDown to be False"
-			}
-		}
-		return statusResult{Status: current, Reason: reason}
+		return statusResult{Phase: drivers.PhaseInProgress, Reason: reason}
 
 	case objects.DeleteInProgress:
 		if cl == nil {
-			return statusResult{Status: objects.DeleteComplete, Gone: true}
+			return statusResult{Phase: drivers.PhaseGone}
 		}
 		reason := "deleting"
 		if c := cond(cl.Status.Conditions, clusterv1.DeletingCondition); c != nil && c.Status == metav1.ConditionTrue {
@@ -340,26 +280,41 @@ func mapClusterStatus(current string, obs observation, ngs []*objects.NodeGroup,
 			reason = "waiting for the Cluster deletion to start"
 		}
 		if !deleteDeadline.IsZero() && now.After(deleteDeadline) {
-			return statusResult{Status: objects.DeleteFailed, Reason: "timed out: " + reason}
+			return statusResult{Phase: drivers.PhaseFailed, Reason: "timed out: " + reason}
 		}
-		return statusResult{Status: current, Reason: reason}
+		return statusResult{Phase: drivers.PhaseInProgress, Reason: reason}
 	}
-	// Other states are not the sync's business: the caller leaves them.
-	return statusResult{Status: current}
-}
-
-func pendingNodeGroups(ngs []*objects.NodeGroup) string {
-	var out []string
-	for _, ng := range ngs {
-		if !strings.HasSuffix(ng.Status, "_COMPLETE") {
-			s := ng.Name + " " + ng.Status
-			if r := deref(ng.StatusReason); r != "" {
-				s += " (" + r + ")"
-			}
-			out = append(out, s)
-		}
+	// An update or a rollback in progress, or a settled cluster (whose
+	// phase the status machine does not judge).
+	if cl == nil {
+		return statusResult{Phase: drivers.PhaseGone, Reason: "the Cluster API Cluster does not exist"}
 	}
-	return strings.Join(out, ", ")
+	gen := cl.Generation
+	if cl.Status.ObservedGeneration < gen {
+		return statusResult{Phase: drivers.PhasePending, Reason: reasonWaitingObserve}
+	}
+	topo := cond(cl.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition)
+	if topo != nil && topo.Status == metav1.ConditionFalse && topo.Reason == clusterv1.ClusterTopologyReconciledFailedReason {
+		return statusResult{Phase: drivers.PhaseFailed, Reason: describe(topo)}
+	}
+	if isTrue(cl.Status.Conditions, clusterv1.AvailableCondition) &&
+		fresh(cl.Status.Conditions, clusterv1.AvailableCondition, cl.Status.ObservedGeneration, gen) &&
+		isFalse(cl.Status.Conditions, clusterv1.RollingOutCondition) &&
+		isFalse(cl.Status.Conditions, clusterv1.ScalingUpCondition) &&
+		isFalse(cl.Status.Conditions, clusterv1.ScalingDownCondition) &&
+		topo != nil && topo.Status == metav1.ConditionTrue {
+		return statusResult{Phase: drivers.PhaseReady}
+	}
+	infraMsg, _ := worstInfraMessage(obs)
+	var topoMsg string
+	if topo != nil && topo.Status != metav1.ConditionTrue {
+		topoMsg = describe(topo)
+	}
+	reason := joinReason(topoMsg, deepestNotReady(cl), infraMsg)
+	if reason == "" {
+		reason = "waiting for RollingOut, ScalingUp and ScalingDown to be False"
+	}
+	return statusResult{Phase: drivers.PhaseInProgress, Reason: reason}
 }
 
 func i32(p *int32) int32 {
@@ -369,83 +324,58 @@ func i32(p *int32) int32 {
 	return *p
 }
 
-// ngResult is the outcome of mapping one nodegroup.
+// ngResult is one nodegroup's phase as the cache shows it.
 type ngResult struct {
-	Status string
+	Phase  drivers.Phase
 	Reason string
 }
 
-// waiting is an in-progress nodegroup's result while it waits for reason:
-// unchanged, or *_FAILED once its deadline has passed.
-func waiting(cur, reason string, timedOut bool) ngResult {
+// waiting is the result of a nodegroup in progress while it waits for
+// reason, or failed once the driver's deadline has passed.
+func waiting(reason string, timedOut bool) ngResult {
 	if timedOut {
-		return ngResult{Status: failedOf(cur), Reason: "timed out: " + reason}
+		return ngResult{Phase: drivers.PhaseFailed, Reason: "timed out: " + reason}
 	}
-	return ngResult{Status: cur, Reason: reason}
-}
-
-func completeOf(s string) string {
-	switch s {
-	case objects.CreateInProgress:
-		return objects.CreateComplete
-	case objects.UpdateInProgress:
-		return objects.UpdateComplete
-	case objects.RollbackInProgress:
-		return objects.RollbackComplete
-	}
-	return s
-}
-
-func failedOf(s string) string {
-	switch s {
-	case objects.CreateInProgress:
-		return objects.CreateFailed
-	case objects.UpdateInProgress:
-		return objects.UpdateFailed
-	case objects.DeleteInProgress:
-		return objects.DeleteFailed
-	case objects.RollbackInProgress:
-		return objects.RollbackFailed
-	}
-	return s
+	return ngResult{Phase: drivers.PhaseInProgress, Reason: reason}
 }
 
 // mapWorkerNodeGroup maps a worker nodegroup from its MachineDeployment
 // (nil when absent) and the number of Machines still carrying its label.
-// version is the Cluster's topology version ("" when unknown).
+// version is the Cluster's topology version ("" when unknown). The
+// nodegroup's status says what is asked of it: a deletion, a change in
+// progress (whose node_count the MachineDeployment must want before its
+// status says anything about it), or nothing (settled: its phase is
+// reported as the back end shows it, and not judged).
 func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, machines int, autoscaled bool, version string, now, deadline time.Time) ngResult {
 	cur := ng.Status
 	timedOut := !deadline.IsZero() && now.After(deadline)
 	if cur == objects.DeleteInProgress {
 		if md == nil && machines == 0 {
-			return ngResult{Status: objects.DeleteComplete}
+			return ngResult{Phase: drivers.PhaseGone}
 		}
-		reason := fmt.Sprintf("waiting for %d machines to be deleted", machines)
-		if timedOut {
-			return ngResult{Status: objects.DeleteFailed, Reason: "timed out: " + reason}
-		}
-		return ngResult{Status: cur, Reason: reason}
+		return waiting(fmt.Sprintf("waiting for %d machines to be deleted", machines), timedOut)
 	}
-	if !strings.HasSuffix(cur, "_IN_PROGRESS") {
-		return ngResult{Status: cur, Reason: deref(ng.StatusReason)}
-	}
+	inProgress := strings.HasSuffix(cur, "_IN_PROGRESS")
 	if md == nil {
-		if timedOut {
-			return ngResult{Status: failedOf(cur), Reason: "timed out waiting for the MachineDeployment"}
+		if !inProgress {
+			return ngResult{Phase: drivers.PhaseGone}
 		}
-		return ngResult{Status: cur, Reason: "waiting for the MachineDeployment"}
+		if timedOut {
+			return ngResult{Phase: drivers.PhaseFailed, Reason: "timed out waiting for the MachineDeployment"}
+		}
+		return ngResult{Phase: drivers.PhaseInProgress, Reason: "waiting for the MachineDeployment"}
 	}
 	//lint:ignore SA1019 deprecated in v1beta2 but still set on objects converted from v1beta1
 	if md.Status.Phase == string(clusterv1.MachineDeploymentPhaseFailed) {
-		return ngResult{Status: failedOf(cur), Reason: "MachineDeployment failed: " + mdNotReady(md)}
+		return ngResult{Phase: drivers.PhaseFailed, Reason: "MachineDeployment failed: " + mdNotReady(md)}
 	}
 	conds := md.Status.Conditions
 	counts := false
 	want := i32(md.Spec.Replicas)
 	if autoscaled {
-		if !sized(ng, md) {
+		if inProgress && !sized(ng, md) {
 			reason := fmt.Sprintf("waiting for the MachineDeployment to be sized to %d replicas", sizingTarget(ng, md))
-			return waiting(cur, reason, timedOut)
+			return waiting(reason, timedOut)
 		}
 		min, max := autoscalerBounds(md)
 		ready := i32(md.Status.AvailableReplicas)
@@ -455,9 +385,9 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 		// The MachineDeployment must want what the nodegroup asks for: until
 		// the topology controller has carried a resize into it, its old,
 		// settled status says nothing about the new size.
-		if int64(want) != ng.NodeCount {
+		if inProgress && int64(want) != ng.NodeCount {
 			reason := fmt.Sprintf("waiting for the MachineDeployment to want %d replicas (it wants %d)", ng.NodeCount, want)
-			return waiting(cur, reason, timedOut)
+			return waiting(reason, timedOut)
 		}
 		counts = want >= 0 && want == i32(md.Status.UpToDateReplicas) && want == i32(md.Status.AvailableReplicas)
 	}
@@ -466,15 +396,14 @@ func mapWorkerNodeGroup(ng *objects.NodeGroup, md *clusterv1.MachineDeployment, 
 	// until then the MachineDeployment is settled on the old version.
 	if v := md.Spec.Template.Spec.Version; version != "" && v != "" && v != version {
 		reason := fmt.Sprintf("waiting for the MachineDeployment to move to %s (it runs %s)", version, v)
-		return waiting(cur, reason, timedOut)
+		return waiting(reason, timedOut)
 	}
 	if md.Status.ObservedGeneration >= md.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
 		isFalse(conds, clusterv1.RollingOutCondition) && isFalse(conds, clusterv1.ScalingUpCondition) &&
 		isFalse(conds, clusterv1.ScalingDownCondition) && counts {
-		return ngResult{Status: completeOf(cur)}
+		return ngResult{Phase: drivers.PhaseReady}
 	}
-	reason := mdNotReady(md)
-	return waiting(cur, reason, timedOut)
+	return waiting(mdNotReady(md), timedOut)
 }
 
 func mdNotReady(md *clusterv1.MachineDeployment) string {
@@ -515,34 +444,33 @@ func autoscalerBounds(md *clusterv1.MachineDeployment) (int32, int32) {
 // version is the Cluster's topology version ("" when unknown).
 func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, version string, now, deadline time.Time) ngResult {
 	cur := ng.Status
-	if !strings.HasSuffix(cur, "_IN_PROGRESS") || cur == objects.DeleteInProgress {
-		if cur == objects.DeleteInProgress && cp == nil {
-			return ngResult{Status: objects.DeleteComplete}
-		}
-		return ngResult{Status: cur, Reason: deref(ng.StatusReason)}
-	}
-	timedOut := !deadline.IsZero() && now.After(deadline)
+	inProgress := strings.HasSuffix(cur, "_IN_PROGRESS") && cur != objects.DeleteInProgress
 	if cp == nil {
-		if timedOut {
-			return ngResult{Status: failedOf(cur), Reason: "timed out waiting for the control plane"}
+		switch {
+		case !inProgress:
+			// Deleted with its cluster, or not there for a settled one.
+			return ngResult{Phase: drivers.PhaseGone}
+		case !deadline.IsZero() && now.After(deadline):
+			return ngResult{Phase: drivers.PhaseFailed, Reason: "timed out waiting for the control plane"}
 		}
-		return ngResult{Status: cur, Reason: "waiting for the control plane"}
+		return ngResult{Phase: drivers.PhaseInProgress, Reason: "waiting for the control plane"}
 	}
+	timedOut := inProgress && !deadline.IsZero() && now.After(deadline)
 	conds := cp.Status.Conditions
 	want := i32(cp.Spec.Replicas)
-	if int64(want) != ng.NodeCount {
+	if inProgress && int64(want) != ng.NodeCount {
 		reason := fmt.Sprintf("waiting for the control plane to want %d replicas (it wants %d)", ng.NodeCount, want)
-		return waiting(cur, reason, timedOut)
+		return waiting(reason, timedOut)
 	}
 	// Until the topology controller has carried an upgrade into the
 	// control plane, its settled status is the old version's.
 	if version != "" && cp.Spec.Version != "" && cp.Spec.Version != version {
 		reason := fmt.Sprintf("waiting for the control plane to move to %s (it runs %s)", version, cp.Spec.Version)
-		return waiting(cur, reason, timedOut)
+		return waiting(reason, timedOut)
 	}
 	if cp.Status.ObservedGeneration >= cp.Generation && isTrue(conds, clusterv1.AvailableCondition) &&
 		settled(conds) && want >= 0 && want == i32(cp.Status.UpToDateReplicas) && want == i32(cp.Status.ReadyReplicas) {
-		return ngResult{Status: completeOf(cur)}
+		return ngResult{Phase: drivers.PhaseReady}
 	}
 	reason := fmt.Sprintf("%d/%d control plane machines up to date and ready", max(i32(cp.Status.ReadyReplicas), 0), max(want, 0))
 	for _, t := range []string{clusterv1.AvailableCondition, clusterv1.RollingOutCondition, clusterv1.ScalingUpCondition, clusterv1.ScalingDownCondition} {
@@ -552,7 +480,7 @@ func mapControlPlaneNodeGroup(ng *objects.NodeGroup, cp *controlPlane, version s
 			break
 		}
 	}
-	return waiting(cur, reason, timedOut)
+	return waiting(reason, timedOut)
 }
 
 // machineAddress picks the address Magnum shows for a node: the external

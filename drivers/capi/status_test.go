@@ -12,6 +12,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
 )
 
 func condition(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -74,7 +76,8 @@ func osMachine(name string, conds ...metav1.Condition) *unstructured.Unstructure
 	return u
 }
 
-// TestMapClusterStatus covers every cluster row of capi-driver.md §5.2.
+// TestMapClusterStatus covers every cluster row of capi-driver.md §5.2: the
+// cluster's observation, and what the status machine makes of it.
 func TestMapClusterStatus(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	future, past := now.Add(time.Hour), now.Add(-time.Minute)
@@ -103,7 +106,7 @@ func TestMapClusterStatus(t *testing.T) {
 			createDeadline: future, wantStatus: objects.CreateComplete, wantReason: ""},
 		{name: "create: available but a nodegroup still in progress", current: objects.CreateInProgress,
 			obs: observation{Cluster: capiCluster(2, 2, healthyConds()...)}, ngs: ngs(objects.CreateComplete, objects.CreateInProgress),
-			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "waiting for nodegroups: ng1 CREATE_IN_PROGRESS"},
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "waiting for nodegroups: ng1"},
 		{name: "create: available but still scaling up", current: objects.CreateInProgress,
 			obs:            observation{Cluster: capiCluster(2, 2, withCond(healthyConds(), condition("ScalingUp", T, "ScalingUp", "Scaling up from 1 to 3 replicas"))...)},
 			ngs:            ngs(objects.CreateComplete),
@@ -172,14 +175,28 @@ func TestMapClusterStatus(t *testing.T) {
 		{name: "delete: timed out", current: objects.DeleteInProgress,
 			obs: observation{Cluster: deleting}, deleteDeadline: past,
 			wantStatus: objects.DeleteFailed, wantReason: "timed out"},
-		{name: "settled states are left alone", current: objects.CreateComplete,
+		{name: "settled states are left alone by the status machine", current: objects.CreateComplete,
 			obs: observation{Cluster: capiCluster(1, 1)}, wantStatus: objects.CreateComplete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := mapClusterStatus(tc.current, tc.obs, tc.ngs, now, tc.createDeadline, tc.deleteDeadline)
+			// The driver's observation, judged by the status machine as the
+			// conductor does; what the Cluster asks for (Request) is checked
+			// on its own (TestObservationReportsTheRequest).
+			c := &objects.Cluster{UUID: ptr("c-uuid"), StackID: ptr("ns/c"), Status: tc.current}
+			for i, ng := range tc.ngs {
+				ng.UUID = fmt.Sprintf("ng%d-uuid", i)
+			}
+			o := view{cluster: c, nodeGroups: tc.ngs, obs: tc.obs, now: now, createDeadline: tc.createDeadline,
+				deleteDeadline: tc.deleteDeadline}.observation()
+			o.Request = nil
+			d := statusmachine.Decide(statusmachine.Input{Cluster: c, NodeGroups: tc.ngs, Observation: o, Fresh: true, Now: now})
+			got := struct{ Status, Reason string }{Status: tc.current}
+			if d.Cluster != nil {
+				got.Status, got.Reason = d.Cluster.Status, deref(d.Cluster.StatusReason)
+			}
 			if got.Status != tc.wantStatus {
-				t.Errorf("status = %s, want %s (reason %q)", got.Status, tc.wantStatus, got.Reason)
+				t.Errorf("status = %s, want %s (reason %q, phase %s)", got.Status, tc.wantStatus, got.Reason, o.Phase)
 			}
 			if tc.wantReason == "" && got.Reason != "" && strings.HasSuffix(tc.wantStatus, "_COMPLETE") {
 				t.Errorf("reason = %q, want it cleared", got.Reason)
@@ -187,8 +204,8 @@ func TestMapClusterStatus(t *testing.T) {
 			if tc.wantReason != "" && !strings.Contains(got.Reason, tc.wantReason) {
 				t.Errorf("reason = %q, want it to contain %q", got.Reason, tc.wantReason)
 			}
-			if got.Gone != tc.wantGone {
-				t.Errorf("gone = %v, want %v", got.Gone, tc.wantGone)
+			if d.Deleted != tc.wantGone {
+				t.Errorf("deleted = %v, want %v", d.Deleted, tc.wantGone)
 			}
 		})
 	}
@@ -242,27 +259,30 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 		machines   int
 		auto       bool
 		deadline   time.Time
-		wantStatus string
+		want       drivers.Phase
 		wantReason string
 	}{
-		{"create: complete when fresh, available, settled and counts match", objects.CreateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.CreateComplete, ""},
-		{"update: complete", objects.UpdateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateComplete, ""},
-		{"update: not fresh", objects.UpdateInProgress, md(3, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for CAPI to observe the change"},
-		{"update: counts differ", objects.UpdateInProgress, md(2, 2, 3, 2, 3, settledMDConds()...), 3, false, time.Time{}, objects.UpdateInProgress, "machines up to date"},
+		{"create: complete when fresh, available, settled and counts match", objects.CreateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, drivers.PhaseReady, ""},
+		{"update: complete", objects.UpdateInProgress, md(2, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, drivers.PhaseReady, ""},
+		{"update: not fresh", objects.UpdateInProgress, md(3, 2, 3, 3, 3, settledMDConds()...), 3, false, time.Time{}, drivers.PhaseInProgress, "waiting for CAPI to observe the change"},
+		{"update: counts differ", objects.UpdateInProgress, md(2, 2, 3, 2, 3, settledMDConds()...), 3, false, time.Time{}, drivers.PhaseInProgress, "machines up to date"},
 		{"resize not yet carried into the MachineDeployment: its settled old size is no answer", objects.UpdateInProgress,
-			nodeGroupWants(md(2, 2, 1, 1, 1, settledMDConds()...), 3), 3, false, time.Time{}, objects.UpdateInProgress, "waiting for the MachineDeployment to want 3 replicas (it wants 1)"},
+			nodeGroupWants(md(2, 2, 1, 1, 1, settledMDConds()...), 3), 3, false, time.Time{}, drivers.PhaseInProgress, "waiting for the MachineDeployment to want 3 replicas (it wants 1)"},
 		{"update: scaling down names the condition", objects.UpdateInProgress,
 			md(2, 2, 2, 2, 3, withCond(settledMDConds(), condition("ScalingDown", T, "ScalingDown", "Scaling down from 3 to 2 replicas"))...), 3, false, time.Time{},
-			objects.UpdateInProgress, "ScalingDown True (ScalingDown): Scaling down from 3 to 2 replicas"},
-		{"autoscaled: complete within min/max", objects.UpdateInProgress, autoscaled, 4, true, time.Time{}, objects.UpdateComplete, ""},
+			drivers.PhaseInProgress, "ScalingDown True (ScalingDown): Scaling down from 3 to 2 replicas"},
+		{"autoscaled: complete within min/max", objects.UpdateInProgress, autoscaled, 4, true, time.Time{}, drivers.PhaseReady, ""},
 		{"autoscaled: its settled minimum size is no answer before the driver sized it", objects.CreateInProgress, unsized, 2, true, time.Time{},
-			objects.CreateInProgress, "waiting for the MachineDeployment to be sized to 4 replicas"},
-		{"MachineDeployment missing: wait, never crash", objects.CreateInProgress, nil, 0, false, now.Add(time.Hour), objects.CreateInProgress, "waiting for the MachineDeployment"},
-		{"MachineDeployment missing past the deadline", objects.CreateInProgress, nil, 0, false, now.Add(-time.Second), objects.CreateFailed, "timed out"},
-		{"phase Failed", objects.CreateInProgress, failed, 0, false, time.Time{}, objects.CreateFailed, "MachineDeployment failed"},
-		{"delete: complete once MD and machines are gone", objects.DeleteInProgress, nil, 0, false, time.Time{}, objects.DeleteComplete, ""},
-		{"delete: machines remain", objects.DeleteInProgress, nil, 2, false, time.Time{}, objects.DeleteInProgress, "waiting for 2 machines"},
-		{"complete nodegroups are left alone", objects.CreateComplete, nil, 0, false, time.Time{}, objects.CreateComplete, ""},
+			drivers.PhaseInProgress, "waiting for the MachineDeployment to be sized to 4 replicas"},
+		{"MachineDeployment missing: wait, never crash", objects.CreateInProgress, nil, 0, false, now.Add(time.Hour), drivers.PhaseInProgress, "waiting for the MachineDeployment"},
+		{"MachineDeployment missing past the deadline", objects.CreateInProgress, nil, 0, false, now.Add(-time.Second), drivers.PhaseFailed, "timed out"},
+		{"phase Failed", objects.CreateInProgress, failed, 0, false, time.Time{}, drivers.PhaseFailed, "MachineDeployment failed"},
+		{"delete: complete once MD and machines are gone", objects.DeleteInProgress, nil, 0, false, time.Time{}, drivers.PhaseGone, ""},
+		{"delete: machines remain", objects.DeleteInProgress, nil, 2, false, time.Time{}, drivers.PhaseInProgress, "waiting for 2 machines"},
+		// Settled, a nodegroup is reported as the back end shows it (the
+		// status machine does not judge it): no sizing or node_count rule.
+		{"settled nodegroup without its MachineDeployment", objects.CreateComplete, nil, 0, false, time.Time{}, drivers.PhaseGone, ""},
+		{"settled autoscaled nodegroup the autoscaler resized", objects.UpdateComplete, unsized, 2, true, time.Time{}, drivers.PhaseReady, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,13 +294,13 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 				}
 			}
 			got := mapWorkerNodeGroup(ng, tc.md, tc.machines, tc.auto, "", now, tc.deadline)
-			if got.Status != tc.wantStatus {
-				t.Errorf("status = %s, want %s (reason %q)", got.Status, tc.wantStatus, got.Reason)
+			if got.Phase != tc.want {
+				t.Errorf("phase = %s, want %s (reason %q)", got.Phase, tc.want, got.Reason)
 			}
 			if tc.wantReason != "" && !strings.Contains(got.Reason, tc.wantReason) {
 				t.Errorf("reason = %q, want %q", got.Reason, tc.wantReason)
 			}
-			if tc.wantReason == "" && strings.HasSuffix(got.Status, "_COMPLETE") && got.Reason != "" {
+			if tc.wantReason == "" && got.Phase == drivers.PhaseReady && got.Reason != "" {
 				t.Errorf("reason = %q, want empty", got.Reason)
 			}
 		})
@@ -301,28 +321,28 @@ func TestMapControlPlaneNodeGroup(t *testing.T) {
 	ng := func(s string) *objects.NodeGroup {
 		return &objects.NodeGroup{Name: "default-master", Role: "master", Status: s, NodeCount: 3}
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), mk(1, 1, 3, 3, 3, settledMDConds()...), "", now, time.Time{}); got.Status != objects.CreateComplete {
-		t.Errorf("settled control plane: %+v, want CREATE_COMPLETE", got)
+	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), mk(1, 1, 3, 3, 3, settledMDConds()...), "", now, time.Time{}); got.Phase != drivers.PhaseReady {
+		t.Errorf("settled control plane: %+v, want ready", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(1, 1, 3, 1, 3, withCond(settledMDConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...), "", now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "Rolling out 2") {
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(1, 1, 3, 1, 3, withCond(settledMDConds(), condition("RollingOut", T, "RollingOut", "Rolling out 2 not up-to-date replicas"))...), "", now, time.Time{}); got.Phase != drivers.PhaseInProgress || !strings.Contains(got.Reason, "Rolling out 2") {
 		t.Errorf("rolling control plane: %+v", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(2, 2, 1, 1, 1, settledMDConds()...), "", now, time.Time{}); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "want 3 replicas (it wants 1)") {
-		t.Errorf("control plane resize not carried into the KubeadmControlPlane yet: %+v, want UPDATE_IN_PROGRESS", got)
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), mk(2, 2, 1, 1, 1, settledMDConds()...), "", now, time.Time{}); got.Phase != drivers.PhaseInProgress || !strings.Contains(got.Reason, "want 3 replicas (it wants 1)") {
+		t.Errorf("control plane resize not carried into the KubeadmControlPlane yet: %+v, want in progress", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), nil, "", now, now.Add(time.Hour)); got.Status != objects.CreateInProgress || got.Reason != "waiting for the control plane" {
+	if got := mapControlPlaneNodeGroup(ng(objects.CreateInProgress), nil, "", now, now.Add(time.Hour)); got.Phase != drivers.PhaseInProgress || got.Reason != "waiting for the control plane" {
 		t.Errorf("missing control plane: %+v", got)
 	}
 	// An upgrade not yet carried into the KubeadmControlPlane: settled on
 	// the old version, it is no answer.
 	old := mk(1, 1, 3, 3, 3, settledMDConds()...)
 	old.Spec.Version = "v1.33.4"
-	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), old, "v1.34.1", now, time.Time{}); got.Status != objects.UpdateInProgress ||
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), old, "v1.34.1", now, time.Time{}); got.Phase != drivers.PhaseInProgress ||
 		got.Reason != "waiting for the control plane to move to v1.34.1 (it runs v1.33.4)" {
-		t.Errorf("upgrade not carried into the control plane yet: %+v, want UPDATE_IN_PROGRESS", got)
+		t.Errorf("upgrade not carried into the control plane yet: %+v, want in progress", got)
 	}
-	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), old, "v1.33.4", now, time.Time{}); got.Status != objects.UpdateComplete {
-		t.Errorf("control plane on the topology's version: %+v, want UPDATE_COMPLETE", got)
+	if got := mapControlPlaneNodeGroup(ng(objects.UpdateInProgress), old, "v1.33.4", now, time.Time{}); got.Phase != drivers.PhaseReady {
+		t.Errorf("control plane on the topology's version: %+v, want ready", got)
 	}
 }
 
@@ -334,11 +354,11 @@ func TestWorkerWaitsForTheTopologyVersion(t *testing.T) {
 	m.Spec.Template.Spec.Version = "v1.33.4"
 	ng := &objects.NodeGroup{Name: "ng", Status: objects.UpdateInProgress, NodeCount: 3}
 	got := mapWorkerNodeGroup(ng, m, 3, false, "v1.34.1", time.Now(), time.Time{})
-	if got.Status != objects.UpdateInProgress || got.Reason != "waiting for the MachineDeployment to move to v1.34.1 (it runs v1.33.4)" {
-		t.Errorf("%+v, want UPDATE_IN_PROGRESS waiting for the version", got)
+	if got.Phase != drivers.PhaseInProgress || got.Reason != "waiting for the MachineDeployment to move to v1.34.1 (it runs v1.33.4)" {
+		t.Errorf("%+v, want in progress waiting for the version", got)
 	}
-	if got := mapWorkerNodeGroup(ng, m, 3, false, "v1.33.4", time.Now(), time.Time{}); got.Status != objects.UpdateComplete {
-		t.Errorf("on the topology's version: %+v, want UPDATE_COMPLETE", got)
+	if got := mapWorkerNodeGroup(ng, m, 3, false, "v1.33.4", time.Now(), time.Time{}); got.Phase != drivers.PhaseReady {
+		t.Errorf("on the topology's version: %+v, want ready", got)
 	}
 }
 
@@ -395,51 +415,51 @@ func TestCheckUpgrade(t *testing.T) {
 	}
 }
 
-func TestFailedDuringSync(t *testing.T) {
-	inProgress := statusResult{Status: objects.UpdateInProgress, Reason: "waiting"}
+// A nodegroup whose MachineDeployment failed fails the operation of its
+// cluster, which the back end otherwise shows in progress or even ready
+// (the status machine's rule, fed by the driver's observation); a
+// deletion is not failed by it.
+func TestFailedNodeGroupFailsTheOperation(t *testing.T) {
+	now := time.Now()
+	failedMD := md(1, 1, 3, 0, 0)
+	//lint:ignore SA1019 v1beta1-converted objects still carry the Failed phase
+	failedMD.Status.Phase = string(clusterv1.MachineDeploymentPhaseFailed)
 	for _, tc := range []struct {
-		current string
-		res     statusResult
-		failed  []string
-		want    statusResult
+		current, want string
+		conds         []metav1.Condition
 	}{
-		{objects.UpdateInProgress, inProgress, nil, inProgress},
-		{objects.UpdateInProgress, inProgress, []string{"nodegroup a CREATE_FAILED: x"},
-			statusResult{Status: objects.UpdateFailed, Reason: "nodegroup a CREATE_FAILED: x"}},
-		{objects.CreateInProgress, statusResult{Status: objects.CreateInProgress}, []string{"a", "b"},
-			statusResult{Status: objects.CreateFailed, Reason: "a; b"}},
-		{objects.RollbackInProgress, statusResult{Status: objects.RollbackInProgress}, []string{"a"},
-			statusResult{Status: objects.RollbackFailed, Reason: "a"}},
-		// A result the cluster reached anyway, and a delete, are left alone.
-		{objects.UpdateInProgress, statusResult{Status: objects.UpdateFailed, Reason: "topology"}, []string{"a"},
-			statusResult{Status: objects.UpdateFailed, Reason: "topology"}},
-		{objects.DeleteInProgress, statusResult{Status: objects.DeleteInProgress}, []string{"a"},
-			statusResult{Status: objects.DeleteInProgress}},
+		{objects.UpdateInProgress, objects.UpdateFailed, healthyConds()},
+		{objects.UpdateInProgress, objects.UpdateFailed, withCond(healthyConds(), condition("RollingOut", T, "RollingOut", "x"))},
+		{objects.CreateInProgress, objects.CreateFailed, healthyConds()},
+		{objects.RollbackInProgress, objects.RollbackFailed, healthyConds()},
 	} {
-		if got := failedDuringSync(tc.current, tc.res, tc.failed); got != tc.want {
-			t.Errorf("%s %+v %v: %+v, want %+v", tc.current, tc.res, tc.failed, got, tc.want)
+		c := &objects.Cluster{UUID: ptr("c-uuid"), StackID: ptr("ns/c"), Status: tc.current}
+		ng := &objects.NodeGroup{UUID: "a-uuid", Name: "a", Status: tc.current, NodeCount: 3}
+		if tc.current == objects.RollbackInProgress {
+			ng.Status = objects.UpdateInProgress
+		}
+		obs := observation{Cluster: capiCluster(1, 1, tc.conds...), Deployments: map[string]*clusterv1.MachineDeployment{"a": failedMD}}
+		o := view{cluster: c, nodeGroups: []*objects.NodeGroup{ng}, obs: obs, now: now}.observation()
+		o.Request = nil
+		d := statusmachine.Decide(statusmachine.Input{Cluster: c, NodeGroups: []*objects.NodeGroup{ng}, Observation: o, Fresh: true, Now: now})
+		if d.Cluster.Status != tc.want || !strings.Contains(deref(d.Cluster.StatusReason), "nodegroup a failed: MachineDeployment failed") {
+			t.Errorf("%s: %s %q, want %s naming the nodegroup", tc.current, d.Cluster.Status, deref(d.Cluster.StatusReason), tc.want)
 		}
 	}
 }
 
 // A nodegroup whose Machines do not all run the topology's version is not
-// complete, whatever the replica counts say; one already settled is left
-// as it is.
+// ready, whatever the replica counts say.
 func TestHoldForVersion(t *testing.T) {
-	ng := &objects.NodeGroup{Name: "ng", Status: objects.UpdateInProgress}
-	got := holdForVersion(ng, ngResult{Status: objects.UpdateComplete}, 1, "v1.34.1")
-	if got.Status != objects.UpdateInProgress || got.Reason != "waiting for 1 machines to move to v1.34.1" {
-		t.Errorf("%+v, want UPDATE_IN_PROGRESS", got)
+	got := holdForVersion(ngResult{Phase: drivers.PhaseReady}, 1, "v1.34.1")
+	if got.Phase != drivers.PhaseInProgress || got.Reason != "waiting for 1 machines to move to v1.34.1" {
+		t.Errorf("%+v, want in progress", got)
 	}
-	if got := holdForVersion(ng, ngResult{Status: objects.UpdateComplete}, 0, "v1.34.1"); got.Status != objects.UpdateComplete {
+	if got := holdForVersion(ngResult{Phase: drivers.PhaseReady}, 0, "v1.34.1"); got.Phase != drivers.PhaseReady {
 		t.Errorf("every Machine on the version: %+v", got)
 	}
-	if got := holdForVersion(ng, ngResult{Status: objects.UpdateFailed, Reason: "x"}, 2, "v1.34.1"); got.Status != objects.UpdateFailed {
+	if got := holdForVersion(ngResult{Phase: drivers.PhaseFailed, Reason: "x"}, 2, "v1.34.1"); got.Phase != drivers.PhaseFailed {
 		t.Errorf("a failure is not held: %+v", got)
-	}
-	settledNG := &objects.NodeGroup{Name: "ng", Status: objects.UpdateComplete}
-	if got := holdForVersion(settledNG, ngResult{Status: objects.UpdateComplete}, 2, "v1.34.1"); got.Status != objects.UpdateComplete {
-		t.Errorf("a settled nodegroup is left as it is: %+v", got)
 	}
 	m := &clusterv1.Machine{}
 	m.Spec.Version = "v1.33.4"
