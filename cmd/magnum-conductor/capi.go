@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/config"
-	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
@@ -99,22 +96,11 @@ func keystoneOptions(cfg *config.Config) keystone.Options {
 // answering (see capi.Options.ProbeInterval): status sync then leaves its
 // clusters alone and their health reads UNKNOWN, until it answers again and
 // the caches are rebuilt.
-func newCAPIDriver(cfg *config.Config, certs *certmanager.Manager, store *db.Store, log *slog.Logger) (drivers.Driver, error) {
-	return buildCAPIDriver(cfg, os.Getenv, certs, store, log)
+func newCAPIDriver(cfg *config.Config, certs *certmanager.Manager, log *slog.Logger) (drivers.Driver, error) {
+	return buildCAPIDriver(cfg, os.Getenv, certs, log)
 }
 
-// conductorWrites drops the Cluster API driver's own nodegroup saves: the
-// conductor records every operation's nodegroups itself, conditionally (the
-// driver contract), where the driver's unconditional save of an upgrade's
-// other nodegroups could overwrite a concurrent delete or resize (#28).
-// Temporary, as capi.Contract is: the driver's rewrite drops its store.
-type conductorWrites struct{ wiring.NodeGroupStore }
-
-// SaveNodeGroup writes nothing.
-func (conductorWrites) SaveNodeGroup(context.Context, *objects.NodeGroup) error { return nil }
-
-func buildCAPIDriver(cfg *config.Config, getenv func(string) string,
-	certs wiring.CAKeyPairs, store wiring.NodeGroupStore, log *slog.Logger) (drivers.Driver, error) {
+func buildCAPIDriver(cfg *config.Config, getenv func(string) string, certs wiring.CAKeyPairs, log *slog.Logger) (drivers.Driver, error) {
 	if !capiConfigured(cfg, getenv) {
 		log.Info("Cluster API driver not configured ([capi_driver]/kubeconfig unset, not running in Kubernetes)")
 		return nil, nil
@@ -140,6 +126,7 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string,
 		cloudCACert = string(b)
 	}
 	opts := capiOptions(c, cloudCACert)
+	opts.Start = capi.RunOptions{AttemptTimeout: c.StartTimeout, RetryMin: capiRetryMin, RetryMax: capiRetryMax}
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("[capi_driver]: %w", err)
 	}
@@ -151,17 +138,11 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string,
 	if err != nil {
 		return nil, fmt.Errorf("[capi_driver] application credentials: %w", err)
 	}
-	d, err := capi.NewForConfig(restCfg, opts, wiring.CertSource{Certs: certs}, issuer,
-		wiring.Store{NodeGroupStore: conductorWrites{store}}, log)
+	d, err := capi.NewForConfig(restCfg, opts, wiring.CertSource{Certs: certs}, issuer, log.With("management_cluster", restCfg.Host))
 	if err != nil {
 		return nil, fmt.Errorf("[capi_driver]: %w", err)
 	}
-	timeout := c.StartTimeout
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	return capi.NewContract(d, capi.RunOptions{AttemptTimeout: timeout, RetryMin: capiRetryMin, RetryMax: capiRetryMax},
-		log.With("management_cluster", restCfg.Host)), nil
+	return d, nil
 }
 
 // Retry pauses of the driver's start after a failed attempt.

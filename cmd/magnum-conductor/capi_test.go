@@ -17,9 +17,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/config"
-	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
-	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -65,21 +63,11 @@ func (nopCerts) CAKeyPair(context.Context, *objects.Cluster, string) ([]byte, []
 	return nil, nil, errors.New("unused")
 }
 
-type nopStore struct{}
-
-func (nopStore) GetClusterTemplateByUUID(context.Context, string) (*objects.ClusterTemplate, error) {
-	return nil, errors.New("unused")
-}
-func (nopStore) ListNodeGroups(context.Context, string, db.ListOpts, db.NodeGroupFilters) ([]*objects.NodeGroup, error) {
-	return nil, errors.New("unused")
-}
-func (nopStore) SaveNodeGroup(context.Context, *objects.NodeGroup) error { return errors.New("unused") }
-
 func noEnv(string) string { return "" }
 
 func TestCAPIDriverNotConfiguredIsNil(t *testing.T) {
 	var logs bytes.Buffer
-	d, err := buildCAPIDriver(loadTestConfig(t, "[DEFAULT]\n"), noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	d, err := buildCAPIDriver(loadTestConfig(t, "[DEFAULT]\n"), noEnv, nopCerts{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || d != nil {
 		t.Fatalf("got %v, %v; want nil, nil", d, err)
 	}
@@ -95,7 +83,7 @@ func TestCAPIDriverUnreachableManagementClusterIsRegisteredButRefuses(t *testing
 	logs := &harness.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	start := time.Now()
-	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, log)
+	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, log)
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v; want the driver registered without an error", d, err)
 	}
@@ -133,7 +121,7 @@ func TestCAPIDriverStartsOnceTheManagementClusterAnswers(t *testing.T) {
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 5\n")
 	logs := &harness.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, log)
+	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, log)
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v", d, err)
 	}
@@ -165,7 +153,7 @@ func TestCAPIDriverConfigurationErrorsStopTheConductor(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := loadTestConfig(t, strings.ReplaceAll(ini, "KC", unreachableKubeconfig(t)))
-			d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.DiscardHandler))
+			d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, slog.New(slog.DiscardHandler))
 			if err == nil || d != nil || !strings.Contains(err.Error(), "capi_driver") {
 				t.Fatalf("got %v, %v; want an error naming [capi_driver]", d, err)
 			}
@@ -279,7 +267,7 @@ func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+fakeManagementCluster(t, &up)+"\nstart_timeout = 20\n")
 	logs := &harness.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, log)
+	d, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, log)
 	if err != nil || d == nil {
 		t.Fatalf("got %v, %v; want the driver\n%s", d, err, logs.String())
 	}
@@ -298,39 +286,12 @@ func TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout(t *testing.T) {
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 1\n"+
 		"min_flavor_ram_mb = 4096\ncluster_class_name = other\n")
 	logs := &harness.SyncBuffer{}
-	if _, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, nopStore{}, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
+	if _, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"cluster_class_name is ignored", "min_flavor_ram_mb and min_flavor_vcpus are not enforced"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning %q in:\n%s", want, logs.String())
 		}
-	}
-}
-
-// recordingNodeGroups counts the nodegroup saves that reach the database.
-type recordingNodeGroups struct {
-	wiring.NodeGroupStore
-	saves int
-}
-
-func (r *recordingNodeGroups) SaveNodeGroup(context.Context, *objects.NodeGroup) error {
-	r.saves++
-	return nil
-}
-
-// The Cluster API driver's own nodegroup saves (an upgrade saved the other
-// nodegroups unconditionally, over a concurrent delete or resize: #28)
-// never reach the database through the wiring: the conductor records them,
-// conditionally. Through wiring.Store, as buildCAPIDriver hands it to the
-// driver.
-func TestCAPIDriversNodeGroupSavesNeverReachTheDatabase(t *testing.T) {
-	db := &recordingNodeGroups{}
-	store := wiring.Store{NodeGroupStore: conductorWrites{db}}
-	if err := store.SaveNodeGroup(context.Background(), &objects.NodeGroup{UUID: "ng-1", Status: objects.UpdateInProgress}); err != nil {
-		t.Fatal(err)
-	}
-	if db.saves != 0 {
-		t.Errorf("%d nodegroup saves of the driver reached the database", db.saves)
 	}
 }

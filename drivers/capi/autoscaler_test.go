@@ -43,7 +43,7 @@ func TestAutoscalerRunsBesideAnAutoscaledCluster(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	plain := e.newCluster("plain", map[string]string{"kube_tag": "v1.33.4"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 1})
-	if err := e.d.CreateCluster(ctx, plain, 60); err != nil {
+	if err := e.create(ctx, plain, 60); err != nil {
 		t.Fatal(err)
 	}
 	pr, _ := refOf(plain)
@@ -53,7 +53,7 @@ func TestAutoscalerRunsBesideAnAutoscaledCluster(t *testing.T) {
 
 	c := e.newCluster("auto", map[string]string{"kube_tag": "v1.33.4", "auto_scaling_enabled": "true", "autoscaler_tag": "v1.33.1"},
 		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(5))})
-	if err := e.d.CreateCluster(ctx, c, 60); err != nil {
+	if err := e.create(ctx, c, 60); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := refOf(c)
@@ -107,7 +107,7 @@ func TestAutoscalerRunsBesideAnAutoscaledCluster(t *testing.T) {
 	// No nodegroup autoscaled any more: the autoscaler goes.
 	ng := e.nodeGroups(c)[1]
 	ng.Labels = map[string]string{"auto_scaling_enabled": "false"}
-	if err := e.d.UpdateNodeGroup(ctx, c, ng); err != nil {
+	if err := e.updateNG(ctx, c, ng); err != nil {
 		t.Fatal(err)
 	}
 	for _, gvr := range autoscalerGVRs {
@@ -118,7 +118,7 @@ func TestAutoscalerRunsBesideAnAutoscaledCluster(t *testing.T) {
 	// On again, then the cluster is deleted: cleanup removes it (the
 	// garbage collector would too, through the owner reference).
 	ng.Labels = map[string]string{"auto_scaling_enabled": "true"}
-	if err := e.d.UpdateNodeGroup(ctx, c, ng); err != nil {
+	if err := e.updateNG(ctx, c, ng); err != nil {
 		t.Fatal(err)
 	}
 	if err := get(gvrDeployment, &appsv1.Deployment{}); err != nil {

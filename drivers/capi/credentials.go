@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
 )
 
 // credentialRefOf is the credential a cloud-credentials Secret names ("" id
@@ -22,10 +22,11 @@ func credentialRefOf(s corev1.Secret) CredentialRef {
 // credential, write it to a new Secret, point the cluster at it, verify it,
 // then revoke and delete the old one. Any failure before the switch-over
 // is complete rolls back to the old Secret.
-func (d *Driver) RotateCredential(ctx context.Context, c *objects.Cluster) error {
+func (d *Driver) RotateCredential(ctx context.Context, req drivers.ClusterRequest) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
+	c := req.Cluster
 	r, ok := refOf(c)
 	if !ok {
 		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
@@ -51,7 +52,7 @@ func (d *Driver) RotateCredential(ctx context.Context, c *objects.Cluster) error
 	newName := credentialSecretName(r.Name) + "-" + hex.EncodeToString(suffix)
 	undo := func(cause error) error {
 		errs := []error{cause}
-		if err := d.reapply(ctx, c, nil, applyOptions{identityRef: oldName}); err != nil {
+		if err := d.reapply(ctx, req, nil, applyOptions{identityRef: oldName}); err != nil {
 			errs = append(errs, fmt.Errorf("restore identity %s: %w", oldName, err))
 		}
 		errs = append(errs, d.deps.Core.DeleteSecret(ctx, r.Namespace, newName), d.deps.Credentials.Revoke(ctx, c, cred.Ref()))
@@ -63,7 +64,7 @@ func (d *Driver) RotateCredential(ctx context.Context, c *objects.Cluster) error
 	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, newName, cred)); err != nil {
 		return errors.Join(err, d.deps.Credentials.Revoke(ctx, c, cred.Ref()))
 	}
-	if err := d.reapply(ctx, c, nil, applyOptions{identityRef: newName}); err != nil {
+	if err := d.reapply(ctx, req, nil, applyOptions{identityRef: newName}); err != nil {
 		return undo(err)
 	}
 	var errs []error

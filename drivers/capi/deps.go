@@ -56,15 +56,6 @@ type CredentialIssuer interface {
 	Revoke(ctx context.Context, cluster *objects.Cluster, cred CredentialRef) error
 }
 
-// Store is what the driver needs from the database: db.Store provides
-// GetClusterTemplateByUUID and SaveNodeGroup; ListClusterNodeGroups is a
-// one-line adapter over db.Store.ListNodeGroups.
-type Store interface {
-	GetClusterTemplateByUUID(ctx context.Context, uuid string) (*objects.ClusterTemplate, error)
-	ListClusterNodeGroups(ctx context.Context, clusterUUID string) ([]*objects.NodeGroup, error)
-	SaveNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
-}
-
 // Core is the part of the management cluster's core API the driver uses:
 // namespaces and Secrets. NewCore implements it over client-go.
 type Core interface {

@@ -37,7 +37,6 @@ type Deps struct {
 	Core        Core
 	Certs       CertSource
 	Credentials CredentialIssuer
-	Store       Store
 	// Mapper resolves the kinds of the ClusterClass bundles to resources
 	// through discovery (NewForConfig sets one). Nil: the released bundles'
 	// kinds, and the conventional plural of any other.
@@ -50,8 +49,13 @@ type Deps struct {
 	Now func() time.Time
 }
 
-// Driver is the Cluster API driver.
+// Driver is the Cluster API driver: a drivers.Driver, and a
+// drivers.Runner (its informers), MonitorProvider, CredentialRotator,
+// CARotator and MasterResizeValidator. It holds no database handle: every
+// operation receives the cluster, its template and its nodegroups, and
+// returns what changed (capi-driver.md; the drivers package documentation).
 type Driver struct {
+	drivers.Unimplemented
 	opts Options
 	// classes are the ClusterClass bundles the driver applies.
 	classes classSet
@@ -144,9 +148,14 @@ func (d *Driver) cacheBehind(r ref, generation int64) bool {
 	return true
 }
 
-// The driver contract is implemented by Contract (contract.go), over the
-// methods below.
-var _ drivers.MasterResizeValidator = (*Driver)(nil)
+var (
+	_ drivers.Driver                = (*Driver)(nil)
+	_ drivers.Runner                = (*Driver)(nil)
+	_ drivers.MonitorProvider       = (*Driver)(nil)
+	_ drivers.CredentialRotator     = (*Driver)(nil)
+	_ drivers.CARotator             = (*Driver)(nil)
+	_ drivers.MasterResizeValidator = (*Driver)(nil)
+)
 
 // RESTConfig loads the management cluster configuration: the kubeconfig at
 // opts.Kubeconfig, or in-cluster when it is empty.
@@ -168,7 +177,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 }
 
 // NewForConfig builds the dynamic and core clients from cfg and calls New.
-func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds CredentialIssuer, store Store, log *slog.Logger) (*Driver, error) {
+func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds CredentialIssuer, log *slog.Logger) (*Driver, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -178,7 +187,7 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store,
+	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds,
 		Sweeper: cloudsweep.New(cloudRequestTimeout), Mapper: mapper}, log)
 }
 
@@ -187,8 +196,8 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Dynamic == nil || deps.Core == nil || deps.Certs == nil || deps.Credentials == nil || deps.Store == nil {
-		return nil, errors.New("capi: Dynamic, Core, Certs, Credentials and Store are required")
+	if deps.Dynamic == nil || deps.Core == nil || deps.Certs == nil || deps.Credentials == nil {
+		return nil, errors.New("capi: Dynamic, Core, Certs and Credentials are required")
 	}
 	if log == nil {
 		return nil, errors.New("capi: a logger is required")
@@ -216,13 +225,31 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 // (they then live as long as ctx) and waits for them to sync.
 func (d *Driver) Start(ctx context.Context) error { return d.start(ctx, ctx) }
 
-// Run starts the driver and keeps trying until it has started or ctx ends:
-// each attempt is bounded by attemptTimeout, and a failed one is retried
-// after a pause that doubles from retryMin up to retryMax. The informers,
-// once started, live as long as ctx and retry their own lists and watches.
-// onFail, when not nil, hears about every failed attempt. Run returns nil
-// once the driver is ready, or ctx's error.
-func (d *Driver) Run(ctx context.Context, attemptTimeout, retryMin, retryMax time.Duration, onFail func(attempt int, err error, retryIn time.Duration)) error {
+// Run implements drivers.Runner: the start attempts of startRetrying
+// (bounded by Options.Start), each failure logged, then the informers
+// until ctx ends.
+func (d *Driver) Run(ctx context.Context) error {
+	run := d.opts.Start
+	err := d.startRetrying(ctx, run.AttemptTimeout, run.RetryMin, run.RetryMax, func(attempt int, err error, retryIn time.Duration) {
+		d.log.Error("Cluster API management cluster not usable; the driver is registered but refuses every "+
+			"operation (its clusters' status stays unchanged) until it answers; retrying",
+			"attempt", attempt, "retry_in", retryIn.String(), "attempt_timeout", run.AttemptTimeout.String(), "error", err)
+	})
+	if err != nil {
+		return err
+	}
+	d.log.Info("Cluster API driver started")
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// startRetrying starts the driver and keeps trying until it has started or
+// ctx ends: each attempt is bounded by attemptTimeout, and a failed one is
+// retried after a pause that doubles from retryMin up to retryMax. The
+// informers, once started, live as long as ctx and retry their own lists
+// and watches. onFail, when not nil, hears about every failed attempt. It
+// returns nil once the driver is ready, or ctx's error.
+func (d *Driver) startRetrying(ctx context.Context, attemptTimeout, retryMin, retryMax time.Duration, onFail func(attempt int, err error, retryIn time.Duration)) error {
 	pause := retryMin
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
@@ -275,8 +302,9 @@ func (d *Driver) start(run, attempt context.Context) error {
 	return nil
 }
 
-// Ready reports whether the driver has started.
-func (d *Driver) Ready() bool { return d.ready.Load() }
+// Ready implements drivers.Runner: nil once the driver has started, else
+// why not (wrapping drivers.ErrNotReady).
+func (d *Driver) Ready() error { return d.usable() }
 
 // usable is the guard at the top of every operation that needs the
 // management cluster: until the driver has started it returns an error
@@ -321,24 +349,18 @@ func refOf(c *objects.Cluster) (ref, bool) {
 	return ref{ns, name}, true
 }
 
-func (d *Driver) template(ctx context.Context, c *objects.Cluster) (*objects.ClusterTemplate, error) {
-	if c.ClusterTemplate != nil {
-		return c.ClusterTemplate, nil
+// template is the request's cluster template.
+func template(req drivers.ClusterRequest) (*objects.ClusterTemplate, error) {
+	if req.Template == nil {
+		return nil, fmt.Errorf("capi: the request for cluster %s carries no cluster template", deref(req.Cluster.UUID))
 	}
-	t, err := d.deps.Store.GetClusterTemplateByUUID(ctx, deref(c.ClusterTemplateID))
-	if err != nil {
-		return nil, fmt.Errorf("capi: cluster template %s: %w", deref(c.ClusterTemplateID), err)
-	}
-	return t, nil
+	return req.Template, nil
 }
 
-// nodeGroups lists the cluster's nodegroups, with the given ones (fresher,
-// in-flight) replacing their stored copies.
-func (d *Driver) nodeGroups(ctx context.Context, c *objects.Cluster, override ...*objects.NodeGroup) ([]*objects.NodeGroup, error) {
-	ngs, err := d.deps.Store.ListClusterNodeGroups(ctx, deref(c.UUID))
-	if err != nil {
-		return nil, fmt.Errorf("capi: nodegroups of %s: %w", deref(c.UUID), err)
-	}
+// nodeGroups are the request's nodegroups, with the given ones (the
+// operation's own, as the caller passed it) replacing theirs.
+func nodeGroups(req drivers.ClusterRequest, override ...*objects.NodeGroup) []*objects.NodeGroup {
+	ngs := slices.Clone(req.NodeGroups)
 	for _, o := range override {
 		if o == nil {
 			continue
@@ -350,7 +372,7 @@ func (d *Driver) nodeGroups(ctx context.Context, c *objects.Cluster, override ..
 			ngs = append(ngs, o)
 		}
 	}
-	return ngs, nil
+	return ngs
 }
 
 func mergedLabels(c *objects.Cluster, t *objects.ClusterTemplate) map[string]string {
@@ -496,23 +518,28 @@ func (d *Driver) applyClass(ctx context.Context, ns, version string) error {
 }
 
 // CreateCluster implements drivers.Driver: namespace, ClusterClass, cloud
-// credentials, CA Secrets, then the topology Cluster. stack_id is set to
-// <namespace>/<name> first.
-func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTimeout int) error {
+// credentials, CA Secrets, then the topology Cluster. Result.StackID is
+// <namespace>/<name>.
+func (d *Driver) CreateCluster(ctx context.Context, req drivers.CreateClusterRequest) (drivers.Result, error) {
+	if err := d.createCluster(ctx, req); err != nil {
+		return drivers.Result{}, err
+	}
+	return drivers.Result{StackID: deref(req.Cluster.StackID)}, nil
+}
+
+func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterRequest) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
-	t, err := d.template(ctx, c)
+	c := req.Cluster
+	t, err := template(req.ClusterRequest)
 	if err != nil {
 		return err
 	}
 	if _, err := d.opts.Labels.Parse(mergedLabels(c, t)); err != nil {
 		return err
 	}
-	ngs, err := d.nodeGroups(ctx, c)
-	if err != nil {
-		return err
-	}
+	ngs := req.NodeGroups
 	r := ref{Namespace: namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID)), Name: capiNameFor(c)}
 	if existing, ok := refOf(c); ok {
 		r = existing // a retried create keeps its name
@@ -525,8 +552,8 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 	}
 	c.StackID = ptr(r.String())
 	timeout := d.opts.CreateTimeout
-	if createTimeout > 0 {
-		timeout = time.Duration(createTimeout) * time.Minute
+	if req.Timeout > 0 {
+		timeout = req.Timeout
 	} else if n := deref(c.CreateTimeout); n > 0 {
 		timeout = time.Duration(n) * time.Minute
 	}
@@ -627,26 +654,26 @@ func credentialAnnotations(cred Credential) map[string]string {
 // UpdateCluster implements drivers.Driver: re-apply the desired topology
 // (Magnum's update_cluster only carries node_count changes, which resize
 // covers).
-func (d *Driver) UpdateCluster(ctx context.Context, c *objects.Cluster) error {
+func (d *Driver) UpdateCluster(ctx context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
 	if err := d.usable(); err != nil {
-		return err
+		return drivers.Result{}, err
 	}
-	return d.reapply(ctx, c, nil, applyOptions{})
+	return drivers.Result{}, d.reapply(ctx, req, nil, applyOptions{})
 }
 
-func (d *Driver) reapply(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, ao applyOptions) error {
+// reapply applies the request's cluster with ngs (nil: the request's).
+func (d *Driver) reapply(ctx context.Context, req drivers.ClusterRequest, ngs []*objects.NodeGroup, ao applyOptions) error {
+	c := req.Cluster
 	r, ok := refOf(c)
 	if !ok {
 		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
 	}
-	t, err := d.template(ctx, c)
+	t, err := template(req)
 	if err != nil {
 		return err
 	}
 	if ngs == nil {
-		if ngs, err = d.nodeGroups(ctx, c); err != nil {
-			return err
-		}
+		ngs = req.NodeGroups
 	}
 	current, err := d.liveCluster(ctx, r)
 	if err != nil {
@@ -663,7 +690,11 @@ func (d *Driver) reapply(ctx context.Context, c *objects.Cluster, ngs []*objects
 // propagation: Cluster API orders the teardown);
 // UpdateClusterStatus waits for it to go, then removes the labelled Secrets
 // and the credential.
-func (d *Driver) DeleteCluster(ctx context.Context, c *objects.Cluster) error {
+func (d *Driver) DeleteCluster(ctx context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
+	return drivers.Result{}, d.deleteCluster(ctx, req.Cluster)
+}
+
+func (d *Driver) deleteCluster(ctx context.Context, c *objects.Cluster) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
@@ -815,10 +846,15 @@ func (d *Driver) ValidateMasterResize(nodeCount int) error {
 // (server UUID, Machine name or node name) get the delete-machine
 // annotation, then the replicas are lowered in the same call, so CAPI
 // removes exactly those machines.
-func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCount int, nodesToRemove []string, ng *objects.NodeGroup) error {
+func (d *Driver) ResizeCluster(ctx context.Context, req drivers.ResizeRequest) (drivers.Result, error) {
+	return drivers.Result{}, d.resize(ctx, req.ClusterRequest, req.NodeCount, req.NodesToRemove, req.NodeGroup)
+}
+
+func (d *Driver) resize(ctx context.Context, req drivers.ClusterRequest, nodeCount int, nodesToRemove []string, ng *objects.NodeGroup) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
+	c := req.Cluster
 	if ng == nil {
 		return invalid("A nodegroup is required to resize.")
 	}
@@ -833,7 +869,7 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCoun
 	}
 	// The re-apply needs the template: a missing one fails before the
 	// first write.
-	if _, err := d.template(ctx, c); err != nil {
+	if _, err := template(req); err != nil {
 		return err
 	}
 	// Resolve every node before the first write.
@@ -889,78 +925,54 @@ func (d *Driver) ResizeCluster(ctx context.Context, c *objects.Cluster, nodeCoun
 			return fmt.Errorf("capi: mark Machine %s/%s for deletion: %w", r.Namespace, name, err)
 		}
 	}
-	prevCount := ng.NodeCount
 	ng.NodeCount = int64(nodeCount)
-	ngs, err := d.nodeGroups(ctx, c, ng)
-	if err != nil {
-		ng.NodeCount = prevCount
-		return err
-	}
 	// An autoscaled nodegroup's new node_count is written on its
-	// MachineDeployment by the status sync (sizeAutoscaled), once.
-	if err := d.reapply(ctx, c, ngs, applyOptions{}); err != nil {
-		ng.NodeCount = prevCount
+	// MachineDeployment by Observe (sizeAutoscaled), once.
+	if err := d.reapply(ctx, req, nodeGroups(req, ng), applyOptions{}); err != nil {
 		return err
 	}
-	ng.Status = objects.UpdateInProgress
 	d.log.Info("cluster resized", append(d.logAttrs(ctx, c), "nodegroup", ng.Name, "node_count", nodeCount, "nodes_removed", len(victims))...)
 	return nil
 }
 
 // CreateNodeGroup implements drivers.Driver: a new MachineDeployment in the
 // topology.
-func (d *Driver) CreateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+func (d *Driver) CreateNodeGroup(ctx context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
 	if err := d.usable(); err != nil {
-		return err
+		return drivers.Result{}, err
 	}
-	if ng.Role == objects.RoleMaster {
-		return exception.New("CreateMasterNodeGroup", nil)
+	if req.NodeGroup.Role == objects.RoleMaster {
+		return drivers.Result{}, exception.New("CreateMasterNodeGroup", nil)
 	}
-	ngs, err := d.nodeGroups(ctx, c, ng)
-	if err != nil {
-		return err
-	}
-	return d.reapply(ctx, c, ngs, applyOptions{})
+	return drivers.Result{}, d.reapply(ctx, req.ClusterRequest, nodeGroups(req.ClusterRequest, req.NodeGroup), applyOptions{})
 }
 
 // UpdateNodeGroup implements drivers.Driver.
-func (d *Driver) UpdateNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+func (d *Driver) UpdateNodeGroup(ctx context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
 	if err := d.usable(); err != nil {
-		return err
+		return drivers.Result{}, err
 	}
-	ngs, err := d.nodeGroups(ctx, c, ng)
-	if err != nil {
-		return err
-	}
-	return d.reapply(ctx, c, ngs, applyOptions{})
+	return drivers.Result{}, d.reapply(ctx, req.ClusterRequest, nodeGroups(req.ClusterRequest, req.NodeGroup), applyOptions{})
 }
 
 // DeleteNodeGroup implements drivers.Driver: the MachineDeployment leaves
-// the topology; the status sync reports DELETE_COMPLETE once its Machines
-// are gone.
-func (d *Driver) DeleteNodeGroup(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+// the topology; Observe reports the nodegroup gone once its Machines are.
+func (d *Driver) DeleteNodeGroup(ctx context.Context, req drivers.NodeGroupRequest) (drivers.Result, error) {
 	if err := d.usable(); err != nil {
-		return err
+		return drivers.Result{}, err
 	}
+	ng := req.NodeGroup
 	if ng.Role == objects.RoleMaster {
-		return exception.New("DeletingDefaultNGNotSupported", nil)
+		return drivers.Result{}, exception.New("DeletingDefaultNGNotSupported", nil)
 	}
-	ngs, err := d.nodeGroups(ctx, c)
-	if err != nil {
-		return err
-	}
-	ngs = slices.DeleteFunc(ngs, func(n *objects.NodeGroup) bool { return n.UUID == ng.UUID })
-	if err := d.reapply(ctx, c, ngs, applyOptions{}); err != nil {
-		return err
-	}
-	ng.Status = objects.DeleteInProgress
-	return nil
+	ngs := slices.DeleteFunc(nodeGroups(req.ClusterRequest), func(n *objects.NodeGroup) bool { return n.UUID == ng.UUID })
+	return drivers.Result{}, d.reapply(ctx, req.ClusterRequest, ngs, applyOptions{})
 }
 
 // RotateCACertificate implements drivers.CARotator: Cluster API cannot
 // roll out new cluster CAs (cluster-api#7721).
-func (d *Driver) RotateCACertificate(context.Context, *objects.Cluster) error {
-	return exception.WithMessage("NotSupported",
+func (d *Driver) RotateCACertificate(context.Context, drivers.ClusterRequest) (drivers.Result, error) {
+	return drivers.Result{}, exception.WithMessage("NotSupported",
 		"Rotating the cluster CA is not supported by the Cluster API driver: Cluster API cannot roll out new cluster CAs.",
 		map[string]any{"operation": "rotate_ca_certificate"})
 }

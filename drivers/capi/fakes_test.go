@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -60,7 +61,6 @@ type memStore struct {
 	mu        sync.Mutex
 	templates map[string]*objects.ClusterTemplate
 	ngs       map[string][]*objects.NodeGroup
-	saved     []string
 }
 
 func (s *memStore) GetClusterTemplateByUUID(_ context.Context, uuid string) (*objects.ClusterTemplate, error) {
@@ -76,13 +76,6 @@ func (s *memStore) ListClusterNodeGroups(_ context.Context, clusterUUID string) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*objects.NodeGroup(nil), s.ngs[clusterUUID]...), nil
-}
-
-func (s *memStore) SaveNodeGroup(_ context.Context, ng *objects.NodeGroup) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.saved = append(s.saved, ng.Name)
-	return nil
 }
 
 // updateStatus plays the conductor's sync_cluster_status for c and its
@@ -154,4 +147,78 @@ func (e *env) apply(c *objects.Cluster, ngs []*objects.NodeGroup, d statusmachin
 			e.store.ngs[deref(c.UUID)] = slices.DeleteFunc(rows, func(n *objects.NodeGroup) bool { return n.UUID == gone.UUID })
 		}
 	}
+}
+
+// request is what the conductor hands the driver for c: the cluster, its
+// template and its nodegroups (the store's rows themselves, so that what
+// an operation changes in them is what the conductor records).
+func (e *env) request(c *objects.Cluster) drivers.ClusterRequest {
+	e.store.mu.Lock()
+	tmpl := e.store.templates[deref(c.ClusterTemplateID)]
+	e.store.mu.Unlock()
+	return drivers.ClusterRequest{Cluster: c, Template: tmpl, NodeGroups: e.nodeGroups(c)}
+}
+
+// The operations as the conductor calls them, with what it records.
+
+func (e *env) create(ctx context.Context, c *objects.Cluster, timeoutMinutes int) error {
+	res, err := e.d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: e.request(c),
+		Timeout: time.Duration(timeoutMinutes) * time.Minute})
+	if res.StackID != "" {
+		c.StackID = &res.StackID
+	}
+	return err
+}
+
+func (e *env) resize(ctx context.Context, c *objects.Cluster, n int, remove []string, ng *objects.NodeGroup) error {
+	sent := objects.Clone(ng)
+	sent.NodeCount = int64(n)
+	req := e.request(c)
+	_, err := e.d.ResizeCluster(ctx, drivers.ResizeRequest{ClusterRequest: req, NodeGroup: sent, NodeCount: n, NodesToRemove: remove})
+	if err == nil {
+		ng.NodeCount, ng.Status = int64(n), objects.UpdateInProgress
+	}
+	return err
+}
+
+func (e *env) upgrade(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatch int, ng *objects.NodeGroup) error {
+	req := e.request(c)
+	_, err := e.d.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: req, NewTemplate: t, MaxBatchSize: maxBatch, NodeGroup: ng})
+	if err == nil {
+		for _, n := range req.NodeGroups {
+			if n.Status != objects.DeleteInProgress {
+				n.Status = objects.UpdateInProgress
+			}
+		}
+	}
+	return err
+}
+
+func (e *env) deleteCluster(ctx context.Context, c *objects.Cluster) error {
+	_, err := e.d.DeleteCluster(ctx, e.request(c))
+	return err
+}
+
+func (e *env) nodeGroupRequest(c *objects.Cluster, ng *objects.NodeGroup) drivers.NodeGroupRequest {
+	req := e.request(c)
+	req.NodeGroups = nodeGroups(req, ng)
+	return drivers.NodeGroupRequest{ClusterRequest: req, NodeGroup: ng}
+}
+
+func (e *env) createNG(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	_, err := e.d.CreateNodeGroup(ctx, e.nodeGroupRequest(c, ng))
+	return err
+}
+
+func (e *env) updateNG(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	_, err := e.d.UpdateNodeGroup(ctx, e.nodeGroupRequest(c, ng))
+	return err
+}
+
+func (e *env) deleteNG(ctx context.Context, c *objects.Cluster, ng *objects.NodeGroup) error {
+	_, err := e.d.DeleteNodeGroup(ctx, e.nodeGroupRequest(c, ng))
+	if err == nil {
+		ng.Status = objects.DeleteInProgress
+	}
+	return err
 }

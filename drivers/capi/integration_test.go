@@ -147,7 +147,7 @@ func newEnvDeps(t testing.TB, opts Options, wrap func(http.RoundTripper) http.Ro
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	dd := Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds, Store: e.store,
+	dd := Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds,
 		Now: func() time.Time { return *e.now.Load() }}
 	if deps != nil {
 		deps(e, &dd)
@@ -326,7 +326,7 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 		&objects.NodeGroup{Name: "default-worker", NodeCount: 2, IsDefault: true},
 		&objects.NodeGroup{Name: "gpu", NodeCount: 1, FlavorID: ptr("g1.xlarge"), Labels: map[string]string{"availability_zone": "az2"}})
 	e.store.ngs[*c.UUID][0].NodeCount = 3
-	if err := e.d.CreateCluster(ctx, c, 30); err != nil {
+	if err := e.create(ctx, c, 30); err != nil {
 		t.Fatal(err)
 	}
 	r, ok := refOf(c)
@@ -460,7 +460,7 @@ func keys[V any](m map[string]V) []string {
 func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
 	e := newEnv(t)
 	c := e.newCluster("bad", map[string]string{"kube_tag": "latest"}, &objects.NodeGroup{Name: "w", NodeCount: 1})
-	err := e.d.CreateCluster(context.Background(), c, 0)
+	err := e.create(context.Background(), c, 0)
 	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "kube_tag") {
 		t.Fatalf("err = %v, want InvalidParameterValue naming kube_tag", err)
 	}
@@ -476,7 +476,7 @@ func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
 	}
 	c2 := e.newCluster("even", nil, &objects.NodeGroup{Name: "w", NodeCount: 1})
 	e.store.ngs[*c2.UUID][0].NodeCount = 2
-	if err := e.d.CreateCluster(context.Background(), c2, 0); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+	if err := e.create(context.Background(), c2, 0); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
 		t.Errorf("even master count: err = %v", err)
 	}
 	if ns := e.namespace(t, "magnum-"+e.project); ns != nil || len(e.secretNames(t, "", LabelClusterUUID+"="+*c2.UUID)) != 0 {
@@ -649,7 +649,7 @@ func (e *env) createNodeGroup(t *testing.T, c *objects.Cluster, ng *objects.Node
 	e.store.mu.Lock()
 	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], ng)
 	e.store.mu.Unlock()
-	if err := e.d.CreateNodeGroup(context.Background(), c, ng); err != nil {
+	if err := e.createNG(context.Background(), c, ng); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -664,7 +664,7 @@ func (p *capi) heldDeletion(c *objects.Cluster, message string) {
 		p.t.Fatal(err)
 	}
 	c.Status = objects.DeleteInProgress
-	if err := p.e.d.DeleteCluster(ctx, c); err != nil {
+	if err := p.e.deleteCluster(ctx, c); err != nil {
 		p.t.Fatal(err)
 	}
 	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
@@ -683,7 +683,7 @@ func createdCluster(t *testing.T, e *env, workers map[string]int32) (*objects.Cl
 		}
 	}
 	c := e.newCluster("lifecycle", map[string]string{"kube_tag": "v1.33.4"}, ngs...)
-	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+	if err := e.create(context.Background(), c, 60); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := refOf(c)
@@ -736,7 +736,7 @@ func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
 	if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil || c.Status != objects.CreateInProgress {
 		t.Errorf("before create: %v %s", err, c.Status)
 	}
-	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+	if err := e.create(context.Background(), c, 60); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := refOf(c)
@@ -811,7 +811,7 @@ func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
 		}
 	}
 	// Monitor: the probe is not reported, so the api component says so.
-	mon, err := e.d.Monitor(context.Background(), c)
+	mon, err := e.d.Monitor(context.Background(), e.request(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -878,7 +878,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 3})
 	ng := e.nodeGroups(c)[1]
 	// Unknown nodes are refused before any write.
-	err := e.d.ResizeCluster(context.Background(), c, 2, []string{"srv-nope"}, ng)
+	err := e.resize(context.Background(), c, 2, []string{"srv-nope"}, ng)
 	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
 		t.Fatalf("unknown node: err = %v", err)
 	}
@@ -890,7 +890,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	// no Machine is marked.
 	asSent := *ng
 	asSent.NodeCount = 2
-	err = e.d.ResizeCluster(context.Background(), c, 2, []string{"srv-default-worker-1", "srv-default-worker-2"}, &asSent)
+	err = e.resize(context.Background(), c, 2, []string{"srv-default-worker-1", "srv-default-worker-2"}, &asSent)
 	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "only shrinks by 1") {
 		t.Fatalf("two nodes to remove for a shrink by one: err = %v", err)
 	}
@@ -904,7 +904,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 		}
 	}
 	// By server UUID and by node name.
-	if err := e.d.ResizeCluster(context.Background(), c, 1, []string{"srv-default-worker-1", p.r.Name + "-default-worker-2-node"}, ng); err != nil {
+	if err := e.resize(context.Background(), c, 1, []string{"srv-default-worker-1", p.r.Name + "-default-worker-2-node"}, ng); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"", "yes", "yes"} {
@@ -924,7 +924,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 		t.Errorf("nodegroup = %d %s", ng.NodeCount, ng.Status)
 	}
 	// Master resizes keep an odd count.
-	if err := e.d.ResizeCluster(context.Background(), c, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+	if err := e.resize(context.Background(), c, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
 		t.Errorf("even master resize: %v", err)
 	}
 }
@@ -945,7 +945,7 @@ func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 	e.store.templates[*c.ClusterTemplateID].Labels["auto_scaling_enabled"] = "true"
 	e.store.mu.Unlock()
 	ctx := context.Background()
-	if err := e.d.CreateCluster(ctx, c, 60); err != nil {
+	if err := e.create(ctx, c, 60); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := refOf(c)
@@ -1017,7 +1017,7 @@ func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 		n := e.nodeGroups(c)[1].NodeCount
 		return n == 4, fmt.Sprintf("node_count %d", n)
 	})
-	if err := e.d.UpdateNodeGroup(ctx, c, e.nodeGroups(c)[1]); err != nil {
+	if err := e.updateNG(ctx, c, e.nodeGroups(c)[1]); err != nil {
 		t.Fatal(err)
 	}
 	if got := mdReplicas(); got != 4 {
@@ -1029,7 +1029,7 @@ func TestAutoscaledNodeGroupIsSizedOnceThenLeftToTheAutoscaler(t *testing.T) {
 
 	// A resize to 3 is sized once (the topology still has no replicas).
 	ng := e.nodeGroups(c)[1]
-	if err := e.d.ResizeCluster(ctx, c, 3, nil, ng); err != nil {
+	if err := e.resize(ctx, c, 3, nil, ng); err != nil {
 		t.Fatal(err)
 	}
 	if topo := e.getCluster(t, r).Spec.Topology.Workers.MachineDeployments[0]; topo.Replicas != nil {
@@ -1050,12 +1050,12 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	skip := &objects.ClusterTemplate{UUID: ptr("tmpl-skip"), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.medium"),
 		Labels: map[string]string{"kube_tag": "v1.35.0"}}
 	before := e.getCluster(t, p.r)
-	err := e.d.UpgradeCluster(context.Background(), c, skip, 1, nil)
+	err := e.upgrade(context.Background(), c, skip, 1, nil)
 	if !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "skips a minor version") {
 		t.Fatalf("minor skip: err = %v", err)
 	}
 	down := &objects.ClusterTemplate{UUID: ptr("tmpl-down"), ImageID: ptr("img-0"), Labels: map[string]string{"kube_tag": "v1.32.0"}}
-	if err := e.d.UpgradeCluster(context.Background(), c, down, 1, nil); !errors.Is(err, exception.New("NotSupported", nil)) {
+	if err := e.upgrade(context.Background(), c, down, 1, nil); !errors.Is(err, exception.New("NotSupported", nil)) {
 		t.Fatalf("downgrade: err = %v", err)
 	}
 	if after := e.getCluster(t, p.r); after.ResourceVersion != before.ResourceVersion || deref(c.ClusterTemplateID) != oldTemplate || c.Status != objects.CreateComplete {
@@ -1068,7 +1068,7 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 		Labels: map[string]string{"kube_tag": "v1.34.1", "boot_volume_type": "fast"}}
 	worker := e.nodeGroups(c)[1]
 	worker.Labels = map[string]string{"kube_tag": "v1.33.4", "other": "kept"}
-	if err := e.d.UpgradeCluster(context.Background(), c, next, 2, nil); err != nil {
+	if err := e.upgrade(context.Background(), c, next, 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Only kube_tag comes from the new template into the records' labels.
@@ -1089,8 +1089,12 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	if deref(c.ClusterTemplateID) != "tmpl-next" || c.Labels["kube_tag"] != "v1.34.1" {
 		t.Errorf("cluster record: template %s labels %v", deref(c.ClusterTemplateID), c.Labels)
 	}
-	if len(e.store.saved) != 2 {
-		t.Errorf("nodegroups saved = %v, want both", e.store.saved)
+	// The driver moved every nodegroup of its request to the new version
+	// (the conductor records them; the driver saves nothing).
+	for _, ng := range e.nodeGroups(c) {
+		if deref(ng.Version) != "v1.34.1" || ng.Status != objects.UpdateInProgress {
+			t.Errorf("nodegroup %s after the upgrade: %s %s", ng.Name, deref(ng.Version), ng.Status)
+		}
 	}
 	// CAPI rejects the change: UPDATE_FAILED and the template id rolls back.
 	c.Status = objects.UpdateInProgress
@@ -1117,14 +1121,14 @@ func TestUpgradeRecordsThePreviousKubeTagOnlyWhenThereIsOne(t *testing.T) {
 		return &objects.ClusterTemplate{UUID: ptr("tmpl-" + tag), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"),
 			MasterFlavorID: ptr("m1.medium"), Labels: map[string]string{"kube_tag": tag}}
 	}
-	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.34.1"), 1, nil); err != nil {
+	if err := e.upgrade(context.Background(), c, tmpl("v1.34.1"), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := e.getCluster(t, p.r).Annotations[annotationPreviousKubeTag]; !ok || got != "v1.33.4" {
 		t.Fatalf("previous kube_tag = %q (present %v), want v1.33.4", got, ok)
 	}
 	delete(c.Labels, "kube_tag")
-	if err := e.d.UpgradeCluster(context.Background(), c, tmpl("v1.35.0"), 1, nil); err != nil {
+	if err := e.upgrade(context.Background(), c, tmpl("v1.35.0"), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := e.getCluster(t, p.r).Annotations[annotationPreviousKubeTag]; ok {
@@ -1136,7 +1140,7 @@ func TestNodeGroupCreateAndDelete(t *testing.T) {
 	e := newEnv(t)
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
 	ng := &objects.NodeGroup{UUID: "ng-new", Name: "new-pool", NodeCount: 2, Role: objects.RoleWorker, ClusterID: *c.UUID, Status: objects.CreateInProgress}
-	if err := e.d.CreateNodeGroup(context.Background(), c, ng); err != nil {
+	if err := e.createNG(context.Background(), c, ng); err != nil {
 		t.Fatal(err)
 	}
 	mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments
@@ -1146,7 +1150,7 @@ func TestNodeGroupCreateAndDelete(t *testing.T) {
 	e.store.mu.Lock()
 	e.store.ngs[*c.UUID] = append(e.store.ngs[*c.UUID], ng)
 	e.store.mu.Unlock()
-	if err := e.d.DeleteNodeGroup(context.Background(), c, ng); err != nil {
+	if err := e.deleteNG(context.Background(), c, ng); err != nil {
 		t.Fatal(err)
 	}
 	if mds := e.getCluster(t, p.r).Spec.Topology.Workers.MachineDeployments; len(mds) != 1 || mds[0].Name != "default-worker" {
@@ -1155,7 +1159,7 @@ func TestNodeGroupCreateAndDelete(t *testing.T) {
 	if ng.Status != objects.DeleteInProgress {
 		t.Errorf("status = %s", ng.Status)
 	}
-	if err := e.d.DeleteNodeGroup(context.Background(), c, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("NotSupported", nil)) {
+	if err := e.deleteNG(context.Background(), c, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("NotSupported", nil)) {
 		t.Errorf("deleting the master nodegroup: %v", err)
 	}
 }
@@ -1201,7 +1205,7 @@ func TestDeleteWaitsForTheClusterThenRemovesSecrets(t *testing.T) {
 		t.Errorf("revoked = %v", e.creds.revoked)
 	}
 	// Deleting again is harmless.
-	if err := e.d.DeleteCluster(ctx, c); err != nil {
+	if err := e.deleteCluster(ctx, c); err != nil {
 		t.Error(err)
 	}
 }
@@ -1210,7 +1214,7 @@ func TestRotateCredential(t *testing.T) {
 	e := newEnv(t)
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
 	ctx := context.Background()
-	if err := e.d.RotateCredential(ctx, c); err != nil {
+	if err := e.d.RotateCredential(ctx, e.request(c)); err != nil {
 		t.Fatal(err)
 	}
 	ref := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string)
@@ -1235,7 +1239,7 @@ func TestRotateCredential(t *testing.T) {
 	}
 	// A credential that does not verify changes nothing.
 	e.creds.verifyErr = errors.New("401")
-	if err := e.d.RotateCredential(ctx, c); err == nil {
+	if err := e.d.RotateCredential(ctx, e.request(c)); err == nil {
 		t.Fatal("want an error")
 	}
 	if got := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string); got != ref {
@@ -1250,7 +1254,7 @@ func TestRotateCredential(t *testing.T) {
 	// revokes it under that member, not under the owner.
 	e.creds.verifyErr = nil
 	member := request.With(ctx, &request.Context{UserID: "member-2", ProjectID: e.project, AuthToken: "tok"})
-	if err := e.d.RotateCredential(member, c); err != nil {
+	if err := e.d.RotateCredential(member, e.request(c)); err != nil {
 		t.Fatal(err)
 	}
 	byMember := variableValue(t, e.getCluster(t, p.r).Spec.Topology.Variables, "identityRefName").(string)
@@ -1258,13 +1262,13 @@ func TestRotateCredential(t *testing.T) {
 		t.Fatalf("secret of the member's credential: %+v", s)
 	}
 	owner := request.With(ctx, &request.Context{UserID: "user-1", ProjectID: e.project, AuthToken: "tok"})
-	if err := e.d.RotateCredential(owner, c); err != nil {
+	if err := e.d.RotateCredential(owner, e.request(c)); err != nil {
 		t.Fatal(err)
 	}
 	if last := e.creds.revokedRefs[len(e.creds.revokedRefs)-1]; last.ID != "appcred-4" || last.UserID != "member-2" {
 		t.Errorf("the member's credential was revoked as %+v, want appcred-4 of member-2", last)
 	}
-	if err := e.d.RotateCACertificate(ctx, c); !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
+	if _, err := e.d.RotateCACertificate(ctx, e.request(c)); !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
 		t.Errorf("RotateCACertificate: %v", err)
 	}
 }
@@ -1427,7 +1431,7 @@ func TestDeleteRetriedAfterDeleteFailedGetsANewTimeout(t *testing.T) {
 	e.syncUntil(t, c, objects.DeleteFailed, "timed out")
 
 	c.Status = objects.DeleteInProgress // the operator deletes again
-	if err := e.d.DeleteCluster(ctx, c); err != nil {
+	if err := e.deleteCluster(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.updateStatus(ctx, c, e.nodeGroups(c)); err != nil {
@@ -1460,7 +1464,7 @@ func (c secretFailingCore) ApplySecret(ctx context.Context, s *corev1.Secret) er
 func TestCredentialRevokedWhenItsSecretCannotBeWritten(t *testing.T) {
 	e := newEnv(t)
 	d, err := New(Options{CreateTimeout: time.Hour}, Deps{Dynamic: e.dyn, Core: secretFailingCore{e.core}, Certs: fakeCerts{},
-		Credentials: e.creds, Store: e.store, Now: func() time.Time { return *e.now.Load() }}, slog.New(slog.DiscardHandler))
+		Credentials: e.creds, Now: func() time.Time { return *e.now.Load() }}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1470,7 +1474,7 @@ func TestCredentialRevokedWhenItsSecretCannotBeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := e.newCluster("no-secret", map[string]string{"kube_tag": "v1.33.4"})
-	if err := d.CreateCluster(ctx, c, 60); err == nil || !strings.Contains(err.Error(), "webhook denied") {
+	if _, err := d.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: e.request(c)}); err == nil || !strings.Contains(err.Error(), "webhook denied") {
 		t.Fatalf("create: %v", err)
 	}
 	e.creds.mu.Lock()

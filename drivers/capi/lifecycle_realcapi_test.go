@@ -84,14 +84,13 @@ func (p *pemCerts) CAKeyPair(_ context.Context, c *objects.Cluster, kind CAKind)
 
 // lifecycle plays the conductor for one cluster: it holds the cluster's
 // rows (the database), claims them for each operation as the handlers do,
-// calls the driver through its Contract, and runs the status sync.
+// calls the driver with the requests they build, and runs the status sync.
 type lifecycle struct {
 	t     *testing.T
 	ctx   context.Context
 	s     *apitest.Server
 	dyn   dynamic.Interface
-	drv   *Contract
-	store *memStore
+	drv   *Driver
 	creds *fakeCreds
 
 	cluster *objects.Cluster
@@ -118,14 +117,13 @@ func newLifecycle(ctx context.Context, t *testing.T) *lifecycle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{},
-		store: &memStore{templates: map[string]*objects.ClusterTemplate{}, ngs: map[string][]*objects.NodeGroup{}}}
+	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	d, err := New(Options{NamespacePrefix: "lifecycle", ClassDir: dir, CreateTimeout: 10 * time.Minute},
-		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds, Store: l.store,
+		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds,
 			Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -135,26 +133,13 @@ func newLifecycle(ctx context.Context, t *testing.T) *lifecycle {
 	if err := d.Start(runCtx); err != nil {
 		t.Fatal(err)
 	}
-	l.drv = NewContract(d, RunOptions{}, log)
+	l.drv = d
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(s.Controllers().Logs(200))
 		}
 	})
 	return l
-}
-
-// save writes the rows to the store the driver reads nodegroups and
-// templates from, as the conductor's transaction would.
-func (l *lifecycle) save() {
-	l.store.mu.Lock()
-	defer l.store.mu.Unlock()
-	l.store.templates[deref(l.tmpl.UUID)] = objects.Clone(l.tmpl)
-	var ngs []*objects.NodeGroup
-	for _, ng := range l.ngs {
-		ngs = append(ngs, objects.Clone(ng))
-	}
-	l.store.ngs[deref(l.cluster.UUID)] = ngs
 }
 
 func (l *lifecycle) request() drivers.ClusterRequest {
@@ -211,7 +196,6 @@ func (l *lifecycle) sync() sm.Decision {
 	for _, gone := range d.Destroy {
 		l.ngs = slices.DeleteFunc(l.ngs, func(ng *objects.NodeGroup) bool { return ng.UUID == gone.UUID })
 	}
-	l.save()
 	return d
 }
 
@@ -362,7 +346,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		ng.ClusterID, ng.Status, ng.CreatedAt = deref(c.UUID), objects.CreateInProgress, ptr(time.Now())
 	}
 	l.cluster, l.tmpl, l.ngs = c, tmpl, ngs
-	l.save()
 	res, err := l.drv.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: l.request()})
 	if err != nil {
 		t.Fatalf("CreateCluster: %v", err)
@@ -371,7 +354,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		t.Fatal("CreateCluster returned no stack_id")
 	}
 	l.cluster.StackID = ptr(res.StackID)
-	l.save()
 	r := l.ref()
 	if d := l.sync(); l.cluster.Status != objects.CreateInProgress {
 		t.Fatalf("CREATE_COMPLETE at the first sync after the create, before any controller ran: %+v; %s", d, l.state())
@@ -380,7 +362,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if l.cluster.Status != objects.CreateComplete {
 		t.Fatalf("create ended %s; %s", l.cluster.Status, l.state())
 	}
-	cl, err := l.drv.Driver().liveCluster(ctx, r)
+	cl, err := l.drv.liveCluster(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +393,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		t.Helper()
 		ng.NodeCount, ng.Status = int64(n), objects.UpdateInProgress
 		l.cluster.Status = objects.UpdateInProgress
-		l.save()
 		if _, err := l.drv.ResizeCluster(ctx, drivers.ResizeRequest{ClusterRequest: l.request(), NodeGroup: objects.Clone(ng),
 			NodeCount: n, NodesToRemove: remove}); err != nil {
 			t.Fatalf("ResizeCluster %s to %d: %v", ng.Name, n, err)
@@ -475,7 +456,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		Status: objects.CreateInProgress, CreatedAt: ptr(time.Now()), ImageID: l.tmpl.ImageID, FlavorID: l.tmpl.FlavorID}
 	l.ngs = append(l.ngs, extra)
 	l.cluster.Status = objects.UpdateInProgress
-	l.save()
 	if _, err := l.drv.CreateNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: l.request(), NodeGroup: objects.Clone(extra)}); err != nil {
 		t.Fatalf("CreateNodeGroup: %v", err)
 	}
@@ -493,7 +473,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	extra = l.ng("extra")
 	extra.Status = objects.DeleteInProgress
 	l.cluster.Status = objects.UpdateInProgress
-	l.save()
 	if _, err := l.drv.DeleteNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: l.request(), NodeGroup: objects.Clone(extra)}); err != nil {
 		t.Fatalf("DeleteNodeGroup: %v", err)
 	}
@@ -526,7 +505,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		ng.Status, ng.Version = objects.UpdateInProgress, ptr("v1.34.1")
 	}
 	l.tmpl = next
-	l.save()
 	if _, err := l.drv.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: asIs, NewTemplate: objects.Clone(next),
 		NodeGroup: objects.Clone(master)}); err != nil {
 		t.Fatalf("UpgradeCluster: %v", err)
@@ -580,7 +558,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if err := l.drv.RotateCredential(ctx, l.request()); err != nil {
 		t.Fatalf("RotateCredential: %v", err)
 	}
-	live, err := l.drv.Driver().liveCluster(ctx, r)
+	live, err := l.drv.liveCluster(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +579,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	}
 	// The topology controller takes the change in, and replaces nothing.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-		cl, err := l.drv.Driver().liveCluster(ctx, r)
+		cl, err := l.drv.liveCluster(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -620,7 +598,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 
 	// Delete, as ClusterDelete does.
 	l.cluster.Status = objects.DeleteInProgress
-	l.save()
 	if _, err := l.drv.DeleteCluster(ctx, l.request()); err != nil {
 		t.Fatalf("DeleteCluster: %v", err)
 	}
@@ -628,7 +605,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if l.cluster.Status != objects.DeleteComplete || !d.Deleted {
 		t.Fatalf("delete ended: %s", l.state())
 	}
-	if _, err := l.drv.Driver().liveCluster(ctx, r); !apierrors.IsNotFound(err) {
+	if _, err := l.drv.liveCluster(ctx, r); !apierrors.IsNotFound(err) {
 		t.Errorf("DELETE_COMPLETE while the Cluster is still there (%v)", err)
 	}
 	if !slices.Equal(l.creds.revoked, []string{"appcred-1", "appcred-2"}) {
@@ -638,7 +615,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	// clusters); what Cluster API owned is removed by the garbage
 	// collector, a little after the Cluster.
 	allowed := namespaceObjects(ctx, t, l.s, l.dyn, empty)
-	objs, err := l.drv.Driver().classes.bundle(LatestClassVersion)
+	objs, err := l.drv.classes.bundle(LatestClassVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 // Monitor implements drivers.MonitorProvider: health as the management
 // cluster sees it, read from the informer cache (no API requests, no
 // connection to the workload cluster).
-func (d *Driver) Monitor(_ context.Context, c *objects.Cluster) (drivers.Monitor, error) {
+func (d *Driver) Monitor(_ context.Context, req drivers.ClusterRequest) (drivers.Monitor, error) {
 	if err := d.current(); err != nil {
 		return nil, err
 	}
-	r, ok := refOf(c)
+	r, ok := refOf(req.Cluster)
 	if !ok {
 		return nil, nil
 	}

@@ -71,6 +71,17 @@ type Options struct {
 	// tag is the autoscaler_tag label, else v<kube minor>.0). Default
 	// DefaultAutoscalerImage.
 	AutoscalerImage string
+	// Start bounds the start attempts of Run. Defaults: 1 min per attempt,
+	// pauses doubling from 5 s to 5 min.
+	Start RunOptions
+}
+
+// RunOptions bound the driver's start attempts (see Driver.Run): each
+// attempt, and the pause after a failed one, which doubles from RetryMin
+// up to RetryMax.
+type RunOptions struct {
+	AttemptTimeout     time.Duration
+	RetryMin, RetryMax time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -106,6 +117,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheSyncTimeout == 0 {
 		o.CacheSyncTimeout = 60 * time.Second
+	}
+	if o.Start.AttemptTimeout <= 0 {
+		o.Start.AttemptTimeout = time.Minute
+	}
+	if o.Start.RetryMin <= 0 {
+		o.Start.RetryMin = 5 * time.Second
+	}
+	if o.Start.RetryMax < o.Start.RetryMin {
+		o.Start.RetryMax = max(5*time.Minute, o.Start.RetryMin)
 	}
 	if len(o.OSDistros) == 0 {
 		o.OSDistros = []string{"ubuntu", "flatcar", "rockylinux"}

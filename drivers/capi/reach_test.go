@@ -87,7 +87,7 @@ func (c *cutter) set(cut, closeOpen bool) {
 func inProgress(t *testing.T, e *env) (*objects.Cluster, *capi) {
 	t.Helper()
 	c := e.newCluster("reach", map[string]string{"kube_tag": "v1.33.4"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 1})
-	if err := e.d.CreateCluster(context.Background(), c, 60); err != nil {
+	if err := e.create(context.Background(), c, 60); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := refOf(c)
@@ -133,7 +133,7 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 		err := e.updateStatus(context.Background(), c, e.nodeGroups(c))
 		return errors.Is(err, drivers.ErrNotReady) && strings.Contains(fmtErr(err), "has not answered since"), fmtErr(err)
 	})
-	if _, err := e.d.Monitor(context.Background(), c); !errors.Is(err, drivers.ErrNotReady) {
+	if _, err := e.d.Monitor(context.Background(), e.request(c)); !errors.Is(err, drivers.ErrNotReady) {
 		t.Fatalf("Monitor while lost: %v, want ErrNotReady (health UNKNOWN)", err)
 	}
 
@@ -164,7 +164,7 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 	if deref(c.APIAddress) != "https://203.0.113.7:6443" {
 		t.Errorf("api_address %q", deref(c.APIAddress))
 	}
-	if _, err := e.d.Monitor(context.Background(), c); err != nil {
+	if _, err := e.d.Monitor(context.Background(), e.request(c)); err != nil {
 		t.Fatalf("Monitor after recovery: %v", err)
 	}
 }

@@ -286,7 +286,7 @@ func benchmarkScaleSync(b *testing.B, f *scaleFixture, n int) {
 	}
 	// No reachability probe (one request every 10 s by default) during a cycle.
 	d, err := New(Options{CreateTimeout: time.Hour, ProbeInterval: time.Hour}, Deps{Dynamic: counted, Core: NewCore(counted),
-		Certs: fakeCerts{}, Credentials: &fakeCreds{}, Store: &memStore{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		Certs: fakeCerts{}, Credentials: &fakeCreds{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -319,12 +319,11 @@ func benchmarkScaleSync(b *testing.B, f *scaleFixture, n int) {
 	}
 	heap := heapInUse() - heapBefore
 
-	contract := NewContract(d, RunOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	before := requests.Load()
 	var wall, cpu time.Duration
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime(b)
-		obs := syncCycle(b, contract, f.template, f.clusters[:n], f.nodegroups[:n])
+		obs := syncCycle(b, d, f.template, f.clusters[:n], f.nodegroups[:n])
 		wall += time.Since(t0)
 		cpu += cpuTime(b) - c0
 		// Every cluster is up: the cycle must have judged each one ready
@@ -426,7 +425,7 @@ func benchmarkScaleCreate(b *testing.B, n int) {
 					if i >= n {
 						return
 					}
-					errs[i] = e.d.CreateCluster(context.Background(), clusters[i], 60)
+					errs[i] = e.create(context.Background(), clusters[i], 60)
 				}
 			})
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
 )
 
 func notSupported(format string, args ...any) error {
@@ -36,12 +37,18 @@ func checkUpgrade(from, to string) error {
 // the cluster status unchanged. The whole cluster moves at once (class,
 // version, image); max_batch_size bounds the surge of each
 // MachineDeployment. The previous template id is recorded on the Cluster
-// and restored when the write fails (and by the status sync when CAPI
-// rejects the change).
-func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup) error {
+// and reported as AppliedTemplateID until the upgrade has rolled out (the
+// status machine rolls a failed upgrade back to it). The conductor records
+// the nodegroups' new versions and statuses itself.
+func (d *Driver) UpgradeCluster(ctx context.Context, req drivers.UpgradeRequest) (drivers.Result, error) {
+	return drivers.Result{}, d.upgrade(ctx, req.ClusterRequest, req.NewTemplate, req.MaxBatchSize, req.NodeGroup)
+}
+
+func (d *Driver) upgrade(ctx context.Context, req drivers.ClusterRequest, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
+	c := req.Cluster
 	if t == nil {
 		return notSupported("Upgrading needs a cluster template.")
 	}
@@ -75,10 +82,7 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 	if err := checkUpgrade(from, to); err != nil {
 		return err
 	}
-	ngs, err := d.nodeGroups(ctx, c, ng)
-	if err != nil {
-		return err
-	}
+	ngs := nodeGroups(req, ng)
 	// Validate the resulting topology, still without writing.
 	next := *c
 	next.Labels = newLabels
@@ -114,17 +118,6 @@ func (d *Driver) UpgradeCluster(ctx context.Context, c *objects.Cluster, t *obje
 	}); err != nil {
 		saved.restore(c)
 		return fmt.Errorf("capi: upgrade to template %s rolled back: %w", deref(t.UUID), err)
-	}
-	for _, n := range ngs {
-		if n.Status != objects.DeleteInProgress {
-			n.Status = objects.UpdateInProgress
-		}
-		if ng != nil && n.UUID == ng.UUID {
-			continue // the caller saves the nodegroup it passed
-		}
-		if err := d.deps.Store.SaveNodeGroup(ctx, n); err != nil {
-			return fmt.Errorf("capi: save nodegroup %s: %w", n.Name, err)
-		}
 	}
 	d.log.Info("cluster upgrade applied", append(d.logAttrs(ctx, c), "from", from, "to", to,
 		"cluster_template_id", deref(t.UUID), "previous_template_id", prevTemplate, "max_batch_size", maxBatchSize)...)

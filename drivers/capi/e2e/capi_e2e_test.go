@@ -274,14 +274,14 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	}
 	nsPrefix := "e2e" + randHex(3)
 	drv, err := capi.New(capi.Options{NamespacePrefix: nsPrefix}, capi.Deps{Dynamic: dyn, Core: capi.NewCore(dyn),
-		Certs: wiring.CertSource{Certs: certs}, Credentials: issuer, Store: wiring.Store{NodeGroupStore: store}}, log)
+		Certs: wiring.CertSource{Certs: certs}, Credentials: issuer}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := drv.Start(ctx); err != nil { // informers live until the test ends
 		t.Fatal(err)
 	}
-	registry, err := drivers.NewRegistry(nil, capi.NewContract(drv, capi.RunOptions{}, log))
+	registry, err := drivers.NewRegistry(nil, drv)
 	if err != nil {
 		t.Fatal(err)
 	}

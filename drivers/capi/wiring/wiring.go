@@ -1,6 +1,6 @@
-// Package wiring adapts the conductor's certificate manager and database
-// store to the Cluster API driver's small interfaces (capi.CertSource,
-// capi.Store), so that drivers/capi depends on neither.
+// Package wiring adapts the conductor's certificate manager to the Cluster
+// API driver's small interface (capi.CertSource), so that drivers/capi
+// does not depend on it.
 package wiring
 
 import (
@@ -9,7 +9,6 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager"
-	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers/capi"
 )
 
@@ -45,24 +44,4 @@ func (s CertSource) CAKeyPair(ctx context.Context, c *objects.Cluster, kind capi
 		return nil, nil, err
 	}
 	return s.Certs.CAKeyPair(ctx, c, t)
-}
-
-// NodeGroupStore is the part of *db.Store the Store adapter uses.
-type NodeGroupStore interface {
-	GetClusterTemplateByUUID(ctx context.Context, uuid string) (*objects.ClusterTemplate, error)
-	ListNodeGroups(ctx context.Context, clusterUUID string, opts db.ListOpts, f db.NodeGroupFilters) ([]*objects.NodeGroup, error)
-	SaveNodeGroup(ctx context.Context, ng *objects.NodeGroup) error
-}
-
-var _ NodeGroupStore = (*db.Store)(nil)
-
-// Store is capi.Store over the database store.
-type Store struct{ NodeGroupStore }
-
-var _ capi.Store = Store{}
-
-// ListClusterNodeGroups implements capi.Store: every nodegroup of the
-// cluster (no filter, no page limit), in the store's default order.
-func (s Store) ListClusterNodeGroups(ctx context.Context, clusterUUID string) ([]*objects.NodeGroup, error) {
-	return s.ListNodeGroups(ctx, clusterUUID, db.ListOpts{}, db.NodeGroupFilters{})
 }
