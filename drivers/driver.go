@@ -41,9 +41,10 @@
 //     for Magnum once Observe reports PhaseGone.
 //   - Observe reports what the back end shows for one cluster and its
 //     nodegroups (Observation). It is called every sync interval (10 s) for
-//     every cluster with an operation in progress, so it should answer from
-//     a cache when the back end is expensive to ask; with ObserveRequest.Fresh
-//     it must ask the back end itself.
+//     every cluster with an operation in progress (and for every settled
+//     cluster of a SettledObserver), so it should answer from a cache when
+//     the back end is expensive to ask; with ObserveRequest.Fresh it must
+//     ask the back end itself.
 //
 // A method starts the change and returns: it does not wait for the back end
 // to converge (the status sync observes that). A back end that finishes
@@ -263,8 +264,9 @@ type NodeGroupObservation struct {
 	NodeAddresses []string
 	// NodeCount is the size the back end runs, reported when the back end
 	// decides it (autoscaled nodegroups): the conductor stores it as
-	// node_count at every sync, not only while an operation runs. Nil: not
-	// reported.
+	// node_count, while an operation runs and, for a SettledObserver, at
+	// every sync after it (unless the nodegroup is in progress or being
+	// deleted). Nil: not reported.
 	NodeCount *int
 	// Version is the kube_tag the nodegroup runs; stored once the nodegroup
 	// has settled.
@@ -423,6 +425,18 @@ type CARotator interface {
 // status changes.
 type CredentialRotator interface {
 	RotateCredential(ctx context.Context, req ClusterRequest) error
+}
+
+// SettledObserver is implemented by drivers whose back end changes
+// clusters on its own after their operations ended (an autoscaler resizing
+// nodegroups), and whose Observe is cheap enough (answered from a cache) to
+// be called for every settled cluster at every sync. When ObservesSettled
+// is true, the status sync observes the driver's settled clusters too and
+// stores what they report with statusmachine.Refresh: node_count of the
+// nodegroups the back end sizes itself, node addresses, versions,
+// api_address; never a status.
+type SettledObserver interface {
+	ObservesSettled() bool
 }
 
 // MasterResizeValidator is implemented by drivers that can resize masters.

@@ -37,6 +37,12 @@ type SyncOptions struct {
 	ClusterTimeout time.Duration
 	// Now is the clock the deadlines are judged by (default time.Now).
 	Now func() time.Time
+	// Settled also observes, at every cycle, the settled clusters of the
+	// drivers that ask for it (drivers.SettledObserver), and stores what
+	// their back ends decided on their own (statusmachine.Refresh: the
+	// node_count of autoscaled nodegroups, among others). It lists every
+	// cluster instead of those in progress only.
+	Settled bool
 }
 
 // Deps are what the cluster jobs need.
@@ -105,20 +111,31 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clusters, err := j.d.Store.ListClusters(ctx, db.ListOpts{}, db.ClusterFilters{Status: syncStatuses})
+	filters := db.ClusterFilters{Status: syncStatuses}
+	if j.o.Settled {
+		filters = db.ClusterFilters{}
+	}
+	clusters, err := j.d.Store.ListClusters(ctx, db.ListOpts{}, filters)
 	if err != nil {
 		return fmt.Errorf("listing clusters in progress: %w", err)
 	}
 	counts := map[string]int{}
 	var mine []*objects.Cluster
+	handled := 0
 	for _, c := range clusters {
-		counts[c.Status]++
+		settled := statusmachine.Settled(c.Status)
+		if !settled {
+			counts[c.Status]++
+		}
 		if shard.Owns(objects.Deref(c.UUID)) {
 			mine = append(mine, c)
+			if !settled {
+				handled++
+			}
 		}
 	}
 	j.d.Metrics.setClusters(j.Name(), counts, syncStatuses)
-	j.d.Metrics.setHandled(j.Name(), len(mine))
+	j.d.Metrics.setHandled(j.Name(), handled)
 	// One query (per 500 clusters) for all their nodegroups instead of one
 	// per cluster. Some operations are allowed on a cluster in progress
 	// (resize, nodegroup create and update in UPDATE_IN_PROGRESS): a
@@ -197,6 +214,9 @@ func (j *SyncClusterStatus) syncOne(ctx, cycle context.Context, c *objects.Clust
 	}()
 	uuid := objects.Deref(c.UUID)
 	now := j.now()
+	if statusmachine.Settled(c.Status) {
+		return j.refresh(ctx, c, ngs, templates, now)
+	}
 	if d, observe := statusmachine.Triage(c, now, j.o.Timeouts); !observe {
 		switch {
 		case d.Deleted:
@@ -243,6 +263,23 @@ func (j *SyncClusterStatus) syncOne(ctx, cycle context.Context, c *objects.Clust
 		j.d.Log.Warn("cluster operation timed out", "cluster_uuid", uuid, "status", c.Status, "timed_out", d.TimedOut)
 	}
 	return j.record(ctx, c, ngs, d)
+}
+
+// refresh stores what the driver of a settled cluster reports, when it is
+// a SettledObserver (statusmachine.Refresh).
+func (j *SyncClusterStatus) refresh(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate], now time.Time) (string, error) {
+	drv, ct, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
+	if err != nil {
+		return "driver", err
+	}
+	if so, ok := drv.(drivers.SettledObserver); !ok || !so.ObservesSettled() {
+		return "", nil
+	}
+	obs, err := drv.Observe(ctx, observeRequest(c, ct, ngs, false))
+	if err != nil {
+		return "driver", fmt.Errorf("observe: %w", err)
+	}
+	return j.record(ctx, c, ngs, statusmachine.Refresh(statusmachine.Input{Cluster: c, NodeGroups: ngs, Observation: obs, Now: now}))
 }
 
 // resume hands an interrupted operation to the Resumer.

@@ -67,6 +67,17 @@ func statusTimeouts(cfg *config.Config) statusmachine.Timeouts {
 		ResumeAttempts: cfg.Conductor.InterruptedOperationAttempts}
 }
 
+// observesSettled reports whether one of ds asks the status sync to
+// observe its settled clusters (drivers.SettledObserver).
+func observesSettled(ds []drivers.Driver) bool {
+	for _, d := range ds {
+		if so, ok := d.(drivers.SettledObserver); ok && so.ObservesSettled() {
+			return true
+		}
+	}
+	return false
+}
+
 // syncInterval is sync_cluster_status' spacing (Magnum's fixed 10 s).
 const syncInterval = 10 * time.Second
 
@@ -128,7 +139,8 @@ func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Regist
 	if handlers != nil {
 		deps.Resumer = handlers
 	}
-	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg), Spacing: syncInterval}, deps)
+	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg), Spacing: syncInterval,
+		Settled: observesSettled(registry.Drivers())}, deps)
 	if err != nil {
 		return nil, err
 	}

@@ -155,6 +155,7 @@ var (
 	_ drivers.CredentialRotator     = (*Driver)(nil)
 	_ drivers.CARotator             = (*Driver)(nil)
 	_ drivers.MasterResizeValidator = (*Driver)(nil)
+	_ drivers.SettledObserver       = (*Driver)(nil)
 )
 
 // RESTConfig loads the management cluster configuration: the kubeconfig at

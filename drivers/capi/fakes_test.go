@@ -81,7 +81,7 @@ func (s *memStore) ListClusterNodeGroups(_ context.Context, clusterUUID string) 
 // updateStatus plays the conductor's sync_cluster_status for c and its
 // nodegroups ngs (the store's rows, changed in place): the driver observes
 // them, the shared status machine judges the observation (observed again
-// fresh when it asks), and the decision is applied to the rows; nodegroups
+// fresh when it asks; Refresh for a settled cluster), and the decision is applied to the rows; nodegroups
 // whose deletion completed leave the store, and their rows in ngs are
 // marked DELETE_COMPLETE. The status machine has no
 // deadlines of its own here: the driver's (create_timeout, delete_timeout)
@@ -98,6 +98,17 @@ func (e *env) updateStatus(ctx context.Context, c *objects.Cluster, ngs []*objec
 		req.NodeGroups = append(req.NodeGroups, objects.Clone(ng))
 	}
 	in := statusmachine.Input{Cluster: c, NodeGroups: ngs, Now: e.d.now()}
+	if statusmachine.Settled(c.Status) {
+		// The driver is a SettledObserver: what the back end decided on
+		// its own is stored (statusmachine.Refresh).
+		obs, err := e.d.Observe(ctx, req)
+		if err != nil {
+			return err
+		}
+		in.Observation = obs
+		e.apply(c, ngs, statusmachine.Refresh(in))
+		return nil
+	}
 	if d, observe := statusmachine.Triage(c, in.Now, in.Timeouts); !observe {
 		e.apply(c, ngs, d)
 		return nil

@@ -314,3 +314,8 @@ func applied(v view) (templateID, kubeTag string) {
 	}
 	return prev, cl.Annotations[annotationPreviousKubeTag]
 }
+
+// ObservesSettled implements drivers.SettledObserver: Observe answers from
+// the informer cache, and the cluster-autoscaler resizes nodegroups after
+// their operations ended; their node_count follows it at every sync.
+func (d *Driver) ObservesSettled() bool { return true }

@@ -54,6 +54,9 @@
 //     nodegroups the back end sizes itself (autoscaled) unless being deleted.
 //     A nodegroup's version is stored once it has settled. Default
 //     nodegroups without stack_id get the cluster's.
+//   - Refresh (not Decide) takes a settled cluster's observation, for the
+//     drivers that are drivers.SettledObserver: the reported fields above
+//     (node_count of autoscaled nodegroups, at every sync), never a status.
 package statusmachine
 
 import (

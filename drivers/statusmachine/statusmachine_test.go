@@ -535,3 +535,41 @@ func TestStatusToEvent(t *testing.T) {
 		}
 	}
 }
+
+// Refresh stores on a settled cluster what its back end decided on its
+// own, never a status or reason, and leaves nodegroups in progress alone.
+func TestRefreshStoresReportedFieldsOfSettledClusters(t *testing.T) {
+	seven, three := 7, 3
+	c := row(objects.CreateComplete)
+	ngs := []*objects.NodeGroup{ngRow("m", objects.RoleMaster, objects.CreateComplete, 1),
+		ngRow("w", objects.RoleWorker, objects.UpdateComplete, 2), ngRow("x", objects.RoleWorker, objects.UpdateInProgress, 2)}
+	o := drivers.Observation{Phase: drivers.PhaseFailed, Reason: "ignored", APIAddress: "https://192.0.2.9:6443", COEVersion: "v1.34.1",
+		NodeGroups: map[string]drivers.NodeGroupObservation{
+			"m": {Phase: drivers.PhaseFailed, NodeAddresses: []string{"192.0.2.1"}},
+			"w": {Phase: drivers.PhaseInProgress, NodeCount: &seven, Version: "v1.34.1"},
+			"x": {Phase: drivers.PhaseReady, NodeCount: &three},
+		}}
+	d := sm.Refresh(sm.Input{Cluster: c, NodeGroups: ngs, Observation: o, Now: t0})
+	if d.Skip != "" || d.Event != nil || d.Cluster.Status != objects.CreateComplete || objects.Deref(d.Cluster.StatusReason) != "before" {
+		t.Fatalf("decision %+v (status %s, reason %q): a settled cluster keeps its status and reason", d, d.Cluster.Status, objects.Deref(d.Cluster.StatusReason))
+	}
+	if objects.Deref(d.Cluster.APIAddress) != "https://192.0.2.9:6443" || objects.Deref(d.Cluster.CoeVersion) != "v1.34.1" {
+		t.Errorf("cluster fields not stored: %q %q", objects.Deref(d.Cluster.APIAddress), objects.Deref(d.Cluster.CoeVersion))
+	}
+	got := map[string]*objects.NodeGroup{}
+	for _, ng := range d.NodeGroups {
+		got[ng.UUID] = ng
+	}
+	if m := got["m"]; m == nil || !slices.Equal(m.NodeAddresses, []string{"192.0.2.1"}) || m.Status != objects.CreateComplete {
+		t.Errorf("master: %+v", m)
+	}
+	if w := got["w"]; w == nil || w.NodeCount != 7 || objects.Deref(w.Version) != "v1.34.1" || w.Status != objects.UpdateComplete {
+		t.Errorf("worker: %+v, want node_count 7 and its version, status kept", w)
+	}
+	if x := got["x"]; x != nil {
+		t.Errorf("a nodegroup in progress was changed: %+v", x)
+	}
+	if d := sm.Refresh(sm.Input{Cluster: row(objects.UpdateInProgress), Observation: o}); d.Skip == "" || d.Cluster != nil {
+		t.Errorf("a cluster in progress is Decide's: %+v", d)
+	}
+}
