@@ -861,10 +861,15 @@ func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {
 	if c.Status != objects.UpdateInProgress || !strings.Contains(deref(c.StatusReason), "waiting for nodegroups: extra") {
 		t.Errorf("cluster = %s %q", c.Status, deref(c.StatusReason))
 	}
-	// A cluster whose stack_id points nowhere.
+	// A cluster whose stack_id points nowhere: a create the back end does
+	// not hold (the conductor resumes it after its bound), waiting.
 	lost := &objects.Cluster{UUID: ptr("lost"), StackID: ptr("magnum-nowhere/none"), Status: objects.CreateInProgress}
-	if err := e.updateStatus(context.Background(), lost, nil); err != nil || deref(lost.StatusReason) != "waiting for Cluster" {
-		t.Errorf("lost cluster: %v %q", err, deref(lost.StatusReason))
+	obs, err := e.d.Observe(context.Background(), drivers.ObserveRequest{ClusterRequest: drivers.ClusterRequest{Cluster: lost}})
+	if err != nil || obs.Phase != drivers.PhasePending || obs.Reason != "waiting for Cluster" || obs.Request == nil || obs.Request.Exists {
+		t.Errorf("lost cluster: %v %s %q %+v", err, obs.Phase, obs.Reason, obs.Request)
+	}
+	if err := e.updateStatus(context.Background(), lost, nil); err != nil || lost.Status != objects.CreateInProgress {
+		t.Errorf("lost cluster: %v %s", err, lost.Status)
 	}
 	// Settled states keep their status and reason.
 	failed := &objects.Cluster{UUID: ptr("failed"), StackID: ptr("magnum-nowhere/none"), Status: objects.CreateFailed, StatusReason: ptr("quota")}

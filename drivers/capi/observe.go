@@ -46,9 +46,13 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 			generation = obs.Cluster.Generation
 		}
 		if d.cacheBehind(r, generation) {
+			// What the cache shows is older than our last write: nothing in
+			// it is about the change, and the desired state it holds is
+			// behind (the change is not judged reached on it).
 			d.log.DebugContext(ctx, "the informer cache has not seen our last change of the Cluster yet; reported pending",
 				"cluster", deref(c.UUID), "capi_cluster", r.String(), "cached_generation", generation)
-			return drivers.Observation{Phase: drivers.PhasePending}, nil
+			return drivers.Observation{Phase: drivers.PhasePending,
+				Request: view{cluster: c, nodeGroups: req.NodeGroups, obs: obs}.request()}, nil
 		}
 	}
 	v := view{
@@ -220,15 +224,15 @@ func holdForVersion(res ngResult, outdated int, version string) ngResult {
 
 // request is the desired state the Cluster holds: what the driver last
 // applied (its topology and annotations), not how far the controllers
-// have carried it. Without a Cluster it is reported for a deletion only
-// (which has then reached the back end): a create without one waits for
-// it until the driver's create deadline (the conductor resumes a create
-// by its missing stack_id), and an update of a Cluster that is gone is
-// judged on PhaseGone.
+// have carried it. Without a Cluster, a create or a deletion is told that
+// the back end holds nothing (a create not reached; a deletion done); an
+// update of a Cluster that is gone gets no request, and is judged on
+// PhaseGone.
 func (v view) request() *drivers.BackendRequest {
 	cl := v.obs.Cluster
 	if cl == nil {
-		if v.cluster.Status == objects.DeleteInProgress {
+		switch v.cluster.Status {
+		case objects.CreateInProgress, objects.DeleteInProgress:
 			return &drivers.BackendRequest{}
 		}
 		return nil

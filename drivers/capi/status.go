@@ -207,6 +207,10 @@ func worstInfraMessage(obs observation) (string, *metav1.Condition) {
 // nonRetryable matches infrastructure failures CAPO will not fix by retrying.
 var nonRetryable = regexp.MustCompile(`(?i)(invalid|not found|could not be found|forbidden|unauthorized|no such)`)
 
+// admissionDenied matches the error of a write an admission webhook or
+// policy refused (Kubernetes' own wording for both).
+var admissionDenied = regexp.MustCompile(`denied (the )?request`)
+
 func isTerminal(c *metav1.Condition) bool {
 	if c == nil {
 		return false
@@ -255,6 +259,13 @@ func mapClusterStatus(current string, obs observation, now, createDeadline, dele
 			fresh(cl.Status.Conditions, clusterv1.AvailableCondition, cl.Status.ObservedGeneration, gen) &&
 			settled(cl.Status.Conditions) {
 			return statusResult{Phase: drivers.PhaseReady}
+		}
+		// The topology refused by an admission check: the controllers
+		// retry the same request, which will not help.
+		if topo := cond(cl.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition); topo != nil &&
+			topo.Status == metav1.ConditionFalse && topo.Reason == clusterv1.ClusterTopologyReconciledFailedReason &&
+			admissionDenied.MatchString(topo.Message) {
+			return statusResult{Phase: drivers.PhaseFailed, Reason: describe(topo)}
 		}
 		infraMsg, infraCond := worstInfraMessage(obs)
 		reason := joinReason(deepestNotReady(cl), infraMsg)
