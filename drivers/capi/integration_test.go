@@ -1418,7 +1418,7 @@ func TestFailedNodeGroupsAndUpdates(t *testing.T) {
 	c.Status = objects.UpdateInProgress
 	past := now.Add(2 * time.Hour)
 	e.now.Store(&past)
-	e.syncUntil(t, c, objects.UpdateFailed, "nodegroup late CREATE_FAILED")
+	e.syncUntil(t, c, objects.UpdateFailed, "nodegroup late failed: timed out")
 }
 
 // TestDeleteRetriedAfterDeleteFailedGetsANewTimeout: delete_timeout runs
