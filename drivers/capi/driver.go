@@ -688,9 +688,9 @@ func (d *Driver) reapply(ctx context.Context, req drivers.ClusterRequest, ngs []
 }
 
 // DeleteCluster implements drivers.Driver: delete the Cluster (background
-// propagation: Cluster API orders the teardown);
-// UpdateClusterStatus waits for it to go, then removes the labelled Secrets
-// and the credential.
+// propagation: Cluster API orders the teardown); Observe waits for it to
+// go, then removes the labelled Secrets and the credential before it
+// reports the cluster gone.
 func (d *Driver) DeleteCluster(ctx context.Context, req drivers.ClusterRequest) (drivers.Result, error) {
 	return drivers.Result{}, d.deleteCluster(ctx, req.Cluster)
 }
