@@ -140,7 +140,7 @@ func buildPeriodic(cfg *config.Config, store *db.Store, registry *drivers.Regist
 		deps.Resumer = handlers
 	}
 	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: statusTimeouts(cfg), Spacing: syncInterval,
-		Settled: observesSettled(registry.Drivers())}, deps)
+		Settled: registry != nil && observesSettled(registry.Drivers())}, deps)
 	if err != nil {
 		return nil, err
 	}
