@@ -568,17 +568,7 @@ func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterReq
 	if err := d.applyClass(ctx, r.Namespace, d.opts.ClusterClassVersion); err != nil {
 		return err
 	}
-	cred, err := d.deps.Credentials.Issue(ctx, c)
-	if err != nil {
-		return fmt.Errorf("capi: issue cloud credential: %w", err)
-	}
-	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, credentialSecretName(r.Name), cred)); err != nil {
-		// No Secret names the credential, so the clean-up at deletion
-		// would never find it: revoke it now.
-		if rerr := d.deps.Credentials.Revoke(context.WithoutCancel(ctx), c, cred.Ref()); rerr != nil {
-			log.Error("cannot revoke the cloud credential whose Secret was not written", "credential_id", cred.ID,
-				"error", rerr.Error())
-		}
+	if err := d.ensureCredential(ctx, c, r, log); err != nil {
 		return err
 	}
 	for _, kind := range []CAKind{CAKubernetes, CAEtcd, CAFrontProxy} {
@@ -604,6 +594,36 @@ func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterReq
 		return err
 	}
 	log.Info("CAPI cluster applied", "capi_cluster", r.String(), "create_deadline", deadline)
+	return nil
+}
+
+// ensureCredential writes the cluster's cloud-credentials Secret with a
+// new credential, unless one already names a credential: a create called
+// again (a lost reply, a resumed operation) must not issue a second one,
+// whose predecessor no Secret would name any more, never to be revoked.
+func (d *Driver) ensureCredential(ctx context.Context, c *objects.Cluster, r ref, log *slog.Logger) error {
+	existing, err := d.deps.Core.ListSecrets(ctx, r.Namespace, LabelClusterUUID+"="+deref(c.UUID)+","+LabelSecretKind+"=cloud-credentials")
+	if err != nil {
+		return err
+	}
+	for _, s := range existing {
+		if credentialRefOf(s).ID != "" {
+			return nil
+		}
+	}
+	cred, err := d.deps.Credentials.Issue(ctx, c)
+	if err != nil {
+		return fmt.Errorf("capi: issue cloud credential: %w", err)
+	}
+	if err := d.deps.Core.ApplySecret(ctx, d.credentialSecret(c, r, credentialSecretName(r.Name), cred)); err != nil {
+		// No Secret names the credential, so the clean-up at deletion
+		// would never find it: revoke it now.
+		if rerr := d.deps.Credentials.Revoke(context.WithoutCancel(ctx), c, cred.Ref()); rerr != nil {
+			log.Error("cannot revoke the cloud credential whose Secret was not written", "credential_id", cred.ID,
+				"error", rerr.Error())
+		}
+		return err
+	}
 	return nil
 }
 

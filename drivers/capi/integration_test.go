@@ -1488,3 +1488,28 @@ func TestCredentialRevokedWhenItsSecretCannotBeWritten(t *testing.T) {
 		t.Fatalf("issued %d, revoked %v; want the one issued revoked", e.creds.n, e.creds.revoked)
 	}
 }
+
+// TestCreateCalledAgainIssuesNoSecondCredential: a create repeated with
+// the same request (a lost reply, a resumed operation) keeps the cloud
+// credential its first call issued: a second one would be named by no
+// Secret, and never revoked.
+func TestCreateCalledAgainIssuesNoSecondCredential(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCluster("again", map[string]string{"kube_tag": "v1.33.4"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 1})
+	for i := range 2 {
+		if err := e.create(context.Background(), objects.Clone(c), 60); err != nil {
+			t.Fatalf("create %d: %v", i+1, err)
+		}
+	}
+	e.creds.mu.Lock()
+	issued := e.creds.n
+	e.creds.mu.Unlock()
+	ns := namespaceFor("magnum", e.project)
+	secrets := e.secretNames(t, ns, LabelClusterUUID+"="+deref(c.UUID)+","+LabelSecretKind+"=cloud-credentials")
+	if issued != 1 || len(secrets) != 1 {
+		t.Fatalf("issued %d credentials, Secrets %v; want one of each", issued, secrets)
+	}
+	if id := e.secret(t, ns, secrets[0]).Annotations[annotationCredentialID]; id != "appcred-1" {
+		t.Errorf("the Secret names credential %q, want the first one", id)
+	}
+}
