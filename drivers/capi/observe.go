@@ -159,12 +159,13 @@ func (v view) nodeGroup(ng *objects.NodeGroup, version string) drivers.NodeGroup
 	deadline := createDeadlineFor(v.createTimeout, ng, v.createDeadline)
 	var res ngResult
 	addrs := []string{}
-	outdated := 0
+	outdated, machines := 0, 0
 	var count *int
 	if ng.Role == objects.RoleMaster {
 		res = mapControlPlaneNodeGroup(ng, obs.ControlPlane, version, v.now, deadline)
 		for _, m := range obs.Machines {
 			if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp {
+				machines++
 				if a := machineAddress(m); a != "" {
 					addrs = append(addrs, a)
 				}
@@ -176,7 +177,6 @@ func (v view) nodeGroup(ng *objects.NodeGroup, version string) drivers.NodeGroup
 	} else {
 		mdName := mdNameFor(ng)
 		md := obs.Deployments[mdName]
-		machines := 0
 		for _, m := range obs.Machines {
 			if m.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == mdName {
 				machines++
@@ -203,7 +203,10 @@ func (v view) nodeGroup(ng *objects.NodeGroup, version string) drivers.NodeGroup
 	}
 	res = holdForVersion(res, outdated, version)
 	o := drivers.NodeGroupObservation{Phase: res.Phase, Reason: res.Reason, NodeCount: count}
-	if obs.Cluster != nil {
+	// Machines without addresses (servers still booting, or a provider
+	// that gives none) leave the addresses unreported; no Machine at all
+	// clears them.
+	if obs.Cluster != nil && (len(addrs) > 0 || machines == 0) {
 		slices.Sort(addrs)
 		o.NodeAddresses = addrs
 	}

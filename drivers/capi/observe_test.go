@@ -153,3 +153,32 @@ func TestAutoscaledNodeCountReportedWhenSettled(t *testing.T) {
 		t.Errorf("never sized by the driver: node count %v, want none", *n)
 	}
 }
+
+// Node addresses: reported as the Machines give them; Machines without any
+// (servers booting, the in-memory provider) leave them unreported, no
+// Machine at all clears them.
+func TestNodeAddressesOnlyWhatTheMachinesGive(t *testing.T) {
+	ng := &objects.NodeGroup{UUID: "w", Name: "w", NodeCount: 2, Status: objects.CreateComplete}
+	machine := func(addr string) *clusterv1.Machine {
+		m := &clusterv1.Machine{}
+		m.Labels = map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "w"}
+		if addr != "" {
+			m.Status.Addresses = clusterv1.MachineAddresses{{Type: clusterv1.MachineInternalIP, Address: addr}}
+		}
+		return m
+	}
+	v := view{cluster: &objects.Cluster{UUID: ptr("c"), StackID: ptr("ns/c"), Status: objects.CreateComplete},
+		nodeGroups: []*objects.NodeGroup{ng}, now: time.Now(), obs: observation{Cluster: capiCluster(1, 1, healthyConds()...),
+			Machines: []*clusterv1.Machine{machine("10.0.0.2"), machine(""), machine("10.0.0.1")}}}
+	if got := v.observation().NodeGroups["w"].NodeAddresses; len(got) != 2 || got[0] != "10.0.0.1" || got[1] != "10.0.0.2" {
+		t.Errorf("addresses %v, want the two known, sorted", got)
+	}
+	v.obs.Machines = []*clusterv1.Machine{machine(""), machine("")}
+	if got := v.observation().NodeGroups["w"].NodeAddresses; got != nil {
+		t.Errorf("Machines without addresses: %v, want not reported", got)
+	}
+	v.obs.Machines = nil
+	if got := v.observation().NodeGroups["w"].NodeAddresses; got == nil || len(got) != 0 {
+		t.Errorf("no Machine: %v, want reported empty", got)
+	}
+}
