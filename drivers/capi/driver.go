@@ -942,7 +942,8 @@ func (d *Driver) resize(ctx context.Context, req drivers.ClusterRequest, nodeCou
 	for _, name := range victims {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"yes"}}}`, clusterv1.DeleteMachineAnnotation)
 		if _, err := d.deps.Dynamic.Resource(gvrMachine).Namespace(r.Namespace).Patch(ctx, name, types.MergePatchType,
-			[]byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			[]byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+			// (Gone already: removed as asked, by an earlier call.)
 			return fmt.Errorf("capi: mark Machine %s/%s for deletion: %w", r.Namespace, name, err)
 		}
 	}
