@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -192,17 +193,39 @@ func (e *env) resize(ctx context.Context, c *objects.Cluster, n int, remove []st
 	return err
 }
 
+// upgrade records the upgrade of the whole cluster as the conductor does
+// (recordUpgrade), once the driver accepted it.
 func (e *env) upgrade(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, maxBatch int, ng *objects.NodeGroup) error {
 	req := e.request(c)
 	_, err := e.d.UpgradeCluster(ctx, drivers.UpgradeRequest{ClusterRequest: req, NewTemplate: t, MaxBatchSize: maxBatch, NodeGroup: ng})
-	if err == nil {
-		for _, n := range req.NodeGroups {
-			if n.Status != objects.DeleteInProgress {
-				n.Status = objects.UpdateInProgress
+	if err != nil {
+		return err
+	}
+	tag, hasTag := t.Labels["kube_tag"]
+	c.ClusterTemplateID = t.UUID
+	if hasTag {
+		c.Labels = maps.Clone(c.Labels)
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels["kube_tag"] = tag
+	}
+	for _, n := range req.NodeGroups {
+		if t.ImageID != nil {
+			n.ImageID = t.ImageID
+		}
+		if hasTag {
+			n.Version = ptr(tag)
+			if _, ok := n.Labels["kube_tag"]; ok {
+				n.Labels = maps.Clone(n.Labels)
+				n.Labels["kube_tag"] = tag
 			}
 		}
+		if n.Status != objects.DeleteInProgress {
+			n.Status = objects.UpdateInProgress
+		}
 	}
-	return err
+	return nil
 }
 
 func (e *env) deleteCluster(ctx context.Context, c *objects.Cluster) error {

@@ -1094,8 +1094,8 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 	if deref(c.ClusterTemplateID) != "tmpl-next" || c.Labels["kube_tag"] != "v1.34.1" {
 		t.Errorf("cluster record: template %s labels %v", deref(c.ClusterTemplateID), c.Labels)
 	}
-	// The driver moved every nodegroup of its request to the new version
-	// (the conductor records them; the driver saves nothing).
+	// Every nodegroup moved to the new version (recorded as the conductor
+	// records an upgrade: the driver saves nothing, nor changes its request).
 	for _, ng := range e.nodeGroups(c) {
 		if deref(ng.Version) != "v1.34.1" || ng.Status != objects.UpdateInProgress {
 			t.Errorf("nodegroup %s after the upgrade: %s %s", ng.Name, deref(ng.Version), ng.Status)
@@ -1511,5 +1511,29 @@ func TestCreateCalledAgainIssuesNoSecondCredential(t *testing.T) {
 	}
 	if id := e.secret(t, ns, secrets[0]).Annotations[annotationCredentialID]; id != "appcred-1" {
 		t.Errorf("the Secret names credential %q, want the first one", id)
+	}
+}
+
+// TestUpgradeCalledAgainKeepsThePreviousTemplate: an upgrade repeated with
+// the same request (a lost reply) records the same previous template, the
+// one a failed upgrade rolls back to; the driver leaves its request as it
+// got it.
+func TestUpgradeCalledAgainKeepsThePreviousTemplate(t *testing.T) {
+	e := newEnv(t)
+	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
+	old := deref(c.ClusterTemplateID)
+	next := &objects.ClusterTemplate{UUID: ptr("tmpl-again"), ImageID: ptr("img-2"), FlavorID: ptr("m1.large"),
+		MasterFlavorID: ptr("m1.medium"), Labels: map[string]string{"kube_tag": "v1.34.1"}}
+	req := drivers.UpgradeRequest{ClusterRequest: e.request(c), NewTemplate: next, MaxBatchSize: 1}
+	for i := range 2 {
+		if _, err := e.d.UpgradeCluster(context.Background(), req); err != nil {
+			t.Fatalf("upgrade %d: %v", i+1, err)
+		}
+	}
+	if deref(req.Cluster.ClusterTemplateID) != old || deref(req.NodeGroups[0].Version) != "" {
+		t.Errorf("the request was changed: template %s, version %q", deref(req.Cluster.ClusterTemplateID), deref(req.NodeGroups[0].Version))
+	}
+	if cl := e.getCluster(t, p.r); cl.Annotations[annotationPreviousTemplateID] != old || cl.Annotations[annotationTemplateID] != "tmpl-again" {
+		t.Errorf("annotations after the repeated upgrade: %v, want previous %s", cl.Annotations, old)
 	}
 }

@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -47,6 +48,17 @@ func (d *Driver) UpgradeCluster(ctx context.Context, req drivers.UpgradeRequest)
 func (d *Driver) upgrade(ctx context.Context, req drivers.ClusterRequest, t *objects.ClusterTemplate, maxBatchSize int, ng *objects.NodeGroup) error {
 	if err := d.usable(); err != nil {
 		return err
+	}
+	// The upgrade is worked out on copies: the request, as it was, is
+	// what a repeated call must find again (its template is the one the
+	// Cluster records as the previous).
+	req.Cluster = objects.Clone(req.Cluster)
+	req.NodeGroups = slices.Clone(req.NodeGroups)
+	for i, n := range req.NodeGroups {
+		req.NodeGroups[i] = objects.Clone(n)
+	}
+	if ng != nil {
+		ng = objects.Clone(ng)
 	}
 	c := req.Cluster
 	if t == nil {
