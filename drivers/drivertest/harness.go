@@ -42,9 +42,13 @@
 // (bounded by ctx) for the controllers to move, and declare CapStall
 // lacking (controllers do not stand still for the timeout check).
 // InjectFailure makes the back end give up on an operation: a label on the
-// suite's cluster row for the simulated driver; for the Cluster API driver,
-// a Machine marked failed or a condition set False on the objects of the
-// cluster. See drivers/simulated's conformance test for a complete harness.
+// suite's cluster row for the simulated driver; for the Cluster API driver
+// on the real controllers, a ValidatingAdmissionPolicy that refuses what
+// the topology controller writes for that one cluster (its control plane's
+// creation, or its version change), which the controller reports as a
+// failed reconcile. See drivers/simulated's conformance test for a complete
+// harness, and drivers/capi's TestRealCAPIConformance for one on a real
+// back end.
 package drivertest
 
 import (
