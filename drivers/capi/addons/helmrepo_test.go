@@ -112,7 +112,7 @@ func (r *testRepo) addDir(t *testing.T, dir string) *chart.Chart {
 func generatedCalicoChart(version string) *chart.Chart {
 	values := "installation:\n  enabled: true\ntigeraOperator:\n  image: tigera/operator\n  registry: quay.io\n  version: v1.38.6\n"
 	return &chart.Chart{
-		Raw: []*chart.File{{Name: "values.yaml", Data: []byte(values)}},
+		Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(values)}},
 		Metadata: &chart.Metadata{APIVersion: "v2", Name: "tigera-operator", Version: version, AppVersion: version},
 		Templates: []*chart.File{
 			{Name: "templates/operator.yaml", Data: []byte(`apiVersion: apps/v1
