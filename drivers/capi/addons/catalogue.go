@@ -99,6 +99,19 @@ type Settings struct {
 	ImageRegistry string
 	// ExtraDir holds an operator's own add-ons (see LoadExtra).
 	ExtraDir string
+	// Builtin lists the kinds of built-in add-ons delivered: "cni",
+	// "cloud-provider", "cinder-csi", "manila-csi", "metrics-server"
+	// (each still subject to its label); nil means all. A site that
+	// installs its CNI another way (an image, its own add-on) leaves it
+	// out.
+	Builtin []string
+}
+
+// Builtin kinds.
+var BuiltinKinds = []string{"cni", "cloud-provider", "cinder-csi", "manila-csi", "metrics-server"}
+
+func (s Settings) wants(kind string) bool {
+	return s.Builtin == nil || slices.Contains(s.Builtin, kind)
 }
 
 // Labels are the cluster's parsed labels (capi.Labels).
@@ -171,6 +184,7 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 	out = append(out, AddOn{Name: "cloud-config", Objects: []Object{CloudConfigSecret(cl)}})
 
 	type planned struct {
+		kind   string
 		name   string
 		values map[string]any
 		ns     string
@@ -179,24 +193,27 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 	var plan []planned
 	switch nd := l.String("network_driver"); nd {
 	case "", Calico:
-		plan = append(plan, planned{name: Calico, ns: "tigera-operator", values: calicoValues(cl, reg), tag: l.String("calico_tag")})
+		plan = append(plan, planned{kind: "cni", name: Calico, ns: "tigera-operator", values: calicoValues(cl, reg), tag: l.String("calico_tag")})
 	case Cilium:
-		plan = append(plan, planned{name: Cilium, ns: "kube-system", values: ciliumValues(cl), tag: l.String("cilium_tag")})
+		plan = append(plan, planned{kind: "cni", name: Cilium, ns: "kube-system", values: ciliumValues(cl), tag: l.String("cilium_tag")})
 	default:
 		return nil, fmt.Errorf("addons: network_driver %q is not supported (calico or cilium)", nd)
 	}
-	plan = append(plan, planned{name: CloudProvider, ns: "kube-system", values: cloudProviderValues(cl, l), tag: l.String("cloud_provider_tag")})
+	plan = append(plan, planned{kind: "cloud-provider", name: CloudProvider, ns: "kube-system", values: cloudProviderValues(cl, l), tag: l.String("cloud_provider_tag")})
 	if enabled(l, "cinder_csi_enabled", true) {
-		plan = append(plan, planned{name: CinderCSI, ns: "kube-system", values: cinderValues(cl), tag: l.String("cinder_csi_plugin_tag")})
+		plan = append(plan, planned{kind: "cinder-csi", name: CinderCSI, ns: "kube-system", values: cinderValues(cl), tag: l.String("cinder_csi_plugin_tag")})
 	}
 	if enabled(l, "manila_csi_enabled", false) {
-		plan = append(plan, planned{name: ManilaCSI, ns: "kube-system", values: map[string]any{}, tag: l.String("manila_csi_plugin_tag")})
+		plan = append(plan, planned{kind: "manila-csi", name: ManilaCSI, ns: "kube-system", values: map[string]any{}, tag: l.String("manila_csi_plugin_tag")})
 	}
 	if enabled(l, "metrics_server_enabled", true) {
-		plan = append(plan, planned{name: MetricsServer, ns: "kube-system", values: map[string]any{
+		plan = append(plan, planned{kind: "metrics-server", name: MetricsServer, ns: "kube-system", values: map[string]any{
 			"args": []any{"--kubelet-insecure-tls"}}, tag: l.String("metrics_server_tag")})
 	}
 	for _, p := range plan {
+		if !s.wants(p.kind) {
+			continue
+		}
 		ref := s.ref(p.name, cl.KubeVersion)
 		if p.tag != "" {
 			switch p.name {
