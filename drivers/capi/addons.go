@@ -295,6 +295,11 @@ func (d *Driver) holdForAddOns(current string, r ref, res statusResult, now, dea
 	if current != inProgress {
 		return res
 	}
+	if crs, _ := d.cache.Load().addOns(r.Namespace, r.Name); crs == nil && current == objects.UpdateInProgress {
+		// An update begun before add-ons were delivered (an older
+		// conductor) wrote none: the next apply will.
+		return res
+	}
 	reason, pending := d.addOnsPending(r)
 	if !pending {
 		return res

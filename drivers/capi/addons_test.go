@@ -109,8 +109,15 @@ func TestAddOnsPendingUntilEveryResourceIsApplied(t *testing.T) {
 
 // TestHoldForAddOns: a create or update that Cluster API reports complete
 // stays in progress while the add-ons are pending, and a create fails at
-// its deadline; other states pass through.
+// its deadline; other states, and an update of a cluster without a set
+// yet, pass through.
 func TestHoldForAddOns(t *testing.T) {
+	applied := &metav1.Condition{Type: "ResourcesApplied", Status: metav1.ConditionFalse, Reason: "NotApplied"}
+	d2 := addOnsDriver(t, testCRS(1, 1, applied, "k8s-x-addon-calico-bb"), nil)
+	now2 := time.Now()
+	if got := d2.holdForAddOns(objects.UpdateInProgress, ref{"magnum-p", "k8s-x"}, statusResult{Status: objects.UpdateComplete}, now2, now2); got.Status != objects.UpdateInProgress || !strings.Contains(got.Reason, "calico") {
+		t.Errorf("update with a set not applied: %+v", got)
+	}
 	d := addOnsDriver(t, nil, nil)
 	r := ref{"magnum-p", "k8s-x"}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -121,7 +128,7 @@ func TestHoldForAddOns(t *testing.T) {
 	}{
 		{objects.CreateInProgress, objects.CreateComplete, now.Add(time.Hour), objects.CreateInProgress},
 		{objects.CreateInProgress, objects.CreateComplete, now.Add(-time.Minute), objects.CreateFailed},
-		{objects.UpdateInProgress, objects.UpdateComplete, now.Add(-time.Minute), objects.UpdateInProgress},
+		{objects.UpdateInProgress, objects.UpdateComplete, now.Add(-time.Minute), objects.UpdateComplete}, // no set: written before add-ons
 		{objects.CreateInProgress, objects.CreateFailed, now.Add(time.Hour), objects.CreateFailed},
 		{objects.DeleteInProgress, objects.DeleteComplete, now.Add(time.Hour), objects.DeleteComplete},
 		{objects.CreateComplete, objects.CreateComplete, now.Add(time.Hour), objects.CreateComplete},

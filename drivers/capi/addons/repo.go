@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -57,10 +58,10 @@ type Charts struct {
 }
 
 // NewCharts returns a chart cache in dir (created when missing); client
-// nil means http.DefaultClient.
+// nil means one whose requests time out after two minutes.
 func NewCharts(dir string, client *http.Client) *Charts {
 	if client == nil {
-		client = http.DefaultClient
+		client = &http.Client{Timeout: 2 * time.Minute}
 	}
 	return &Charts{dir: dir, client: client, archives: map[string][]byte{}}
 }
