@@ -125,9 +125,16 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 			Strategy:        string(addonsv1.ClusterResourceSetStrategyReconcile),
 		},
 	}
-	if err := d.applyOwned(ctx, gvrCRS, crs); err != nil {
+	u, err := toUnstructured(crs)
+	if err != nil {
 		return err
 	}
+	written, err := d.deps.Dynamic.Resource(gvrCRS).Namespace(r.Namespace).Apply(ctx, crs.Name, u,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("capi: apply ClusterResourceSet %s/%s: %w", r.Namespace, crs.Name, err)
+	}
+	d.noteAddOnsWritten(r, written.GetGeneration())
 	// The Secrets of earlier renderings.
 	old, err := d.deps.Core.ListSecrets(ctx, r.Namespace, LabelClusterUUID+"="+deref(c.UUID)+","+LabelComponent+"="+componentAddOn)
 	if err != nil {
@@ -229,6 +236,10 @@ func (d *Driver) addOnsPending(r ref) (reason string, pending bool) {
 	crs, binding := d.cache.Load().addOns(r.Namespace, r.Name)
 	if crs == nil {
 		return "waiting for the add-ons' ClusterResourceSet " + crsName(r.Name), true
+	}
+	if d.addOnsCacheBehind(r, crs.Generation) {
+		// The cache still shows the set before our last rendering.
+		return "waiting for Cluster API to apply the add-ons", true
 	}
 	which := map[string]string{}
 	_ = json.Unmarshal([]byte(crs.Annotations[annotationAddOnResources]), &which)
@@ -332,4 +343,33 @@ func (o AddOnOptions) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noteAddOnsWritten records the generation of the ClusterResourceSet of
+// r that our last apply produced, until the informer cache has it: a set
+// cached from before it would judge the add-ons of the previous rendering.
+func (d *Driver) noteAddOnsWritten(r ref, generation int64) {
+	d.writtenMu.Lock()
+	defer d.writtenMu.Unlock()
+	if d.addOnsWritten == nil {
+		d.addOnsWritten = map[string]int64{}
+	}
+	d.addOnsWritten[r.Namespace+"/"+r.Name] = generation
+}
+
+// addOnsCacheBehind reports whether the cached set of r (at generation) is
+// older than what this driver last wrote; once it is not, the record goes.
+func (d *Driver) addOnsCacheBehind(r ref, generation int64) bool {
+	d.writtenMu.Lock()
+	defer d.writtenMu.Unlock()
+	key := r.Namespace + "/" + r.Name
+	want, ok := d.addOnsWritten[key]
+	if !ok {
+		return false
+	}
+	if generation >= want {
+		delete(d.addOnsWritten, key)
+		return false
+	}
+	return true
 }

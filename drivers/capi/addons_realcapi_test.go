@@ -20,14 +20,13 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi/addons"
+	"github.com/openstack/magnum-conductor/drivers/capi/addons/addonstest"
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 )
 
 // newAddOnsLifecycle is newLifecycle (lifecycle_realcapi_test.go) with
-// add-on delivery on: the built-in add-ons off (their charts need a
-// network and kinds the in-memory provider's workload API server does not
-// serve) and extraDir's add-ons.
-func newAddOnsLifecycle(ctx context.Context, t *testing.T, extraDir string) *lifecycle {
+// add-on delivery on, with settings.
+func newAddOnsLifecycle(ctx context.Context, t *testing.T, settings addons.Settings) *lifecycle {
 	s, dyn := needRealCAPI(t)
 	bundle, err := apitest.InMemoryClass(classBundleYAML(t, LatestClassVersion))
 	if err != nil {
@@ -48,7 +47,7 @@ func newAddOnsLifecycle(ctx context.Context, t *testing.T, extraDir string) *lif
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	d, err := New(Options{NamespacePrefix: "addons", ClassDir: dir, CreateTimeout: 10 * time.Minute,
-		AddOns: AddOnOptions{Enabled: true, CacheDir: t.TempDir(), Settings: addons.Settings{Builtin: []string{}, ExtraDir: extraDir}}},
+		AddOns: AddOnOptions{Enabled: true, CacheDir: t.TempDir(), Settings: settings}},
 		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds, Store: l.store,
 			Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, log)
 	if err != nil {
@@ -103,17 +102,22 @@ func appliedResources(b *addonsv1.ClusterResourceSetBinding) map[string]bool {
 
 // TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied, against the real
 // Cluster API controllers on the in-memory provider: (a) the real
-// ClusterResourceSet controller applies the cluster's add-ons (the
-// cloud-config Secret and an add-on of a ConfigMap and a Deployment) to
-// the simulated workload cluster, and the create completes only once it
-// reports them applied; (b) an add-on the workload cluster cannot take (a
-// ServiceAccount: the simulated API server serves none) keeps the next
-// update in progress with a reason naming it.
+// ClusterResourceSet controller applies the cluster's add-ons to the
+// simulated workload cluster (the cloud-config Secret, the real
+// openstack-cloud-controller-manager chart of cloud-provider-openstack
+// v1.34.1 fetched from a Helm repository, whose kinds that API server all
+// serves, and a site add-on of a ConfigMap and a Deployment), and the
+// create completes only once it reports them applied; (b) an add-on the
+// workload cluster cannot take (a StorageClass: the simulated API server
+// serves none) keeps the next update in progress with a reason naming it.
 func TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	extra := extraAddOnsDir(t, map[string]string{"hello": helloAddOn})
-	l := newAddOnsLifecycle(ctx, t, extra)
+	repo := addonstest.NewRepo(t)
+	repo.AddDir(t, filepath.Join(addonstest.ModuleDir(t, "k8s.io/cloud-provider-openstack@v1.34.1"), "charts/openstack-cloud-controller-manager"))
+	l := newAddOnsLifecycle(ctx, t, addons.Settings{Builtin: []string{"cloud-provider"}, ExtraDir: extra,
+		Repos: map[string]string{addons.CloudProvider: repo.Server.URL}, Versions: map[string]string{addons.CloudProvider: "2.34.0"}})
 
 	c, tmpl, ngs := defaultMagnumCluster()
 	c.UUID, c.ProjectID = ptr(randHex(4)+"-"+randHex(2)+"-"+randHex(2)+"-"+randHex(2)+"-"+randHex(6)), ptr(randHex(16))
@@ -131,7 +135,7 @@ func TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied(t *testing.T) {
 	l.save()
 	r := l.ref()
 	crs, _ := l.liveCRS(r)
-	if crs == nil || len(crs.Spec.Resources) != 2 {
+	if crs == nil || len(crs.Spec.Resources) != 3 || !strings.Contains(crs.Spec.Resources[1].Name, "-addon-openstack-cloud-controller-manager-") {
 		t.Fatalf("ClusterResourceSet after the create: %+v", crs)
 	}
 	sawAddOnsReason := false
@@ -158,11 +162,11 @@ func TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied(t *testing.T) {
 	t.Logf("create complete; the add-ons were the status reason on the way: %v", sawAddOnsReason)
 
 	// (b) An add-on of a kind the workload cluster does not serve.
-	bad := filepath.Join(extra, "needs-sa")
+	bad := filepath.Join(extra, "needs-sc")
 	if err := os.MkdirAll(bad, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bad, "manifests.yaml"), []byte("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: needs-sa\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(bad, "manifests.yaml"), []byte("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: needs-sc\nprovisioner: cinder.csi.openstack.org\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	worker := l.ng("default-worker")
@@ -182,15 +186,15 @@ func TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied(t *testing.T) {
 		_, b := l.liveCRS(r)
 		failed := false
 		for name, ok := range appliedResources(b) {
-			if strings.Contains(name, "-addon-needs-sa-") && !ok {
+			if strings.Contains(name, "-addon-needs-sc-") && !ok {
 				failed = true
 			}
 		}
-		if failed && strings.Contains(deref(l.cluster.StatusReason), "add-ons not applied yet: needs-sa") {
+		if failed && strings.Contains(deref(l.cluster.StatusReason), "add-ons not applied yet: needs-sc") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no failed needs-sa binding and reason after 90 s: %s", l.state())
+			t.Fatalf("no failed needs-sc binding and reason after 90 s: %s", l.state())
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -84,8 +84,10 @@ type Driver struct {
 	deleteMu        sync.Mutex
 	deleteRequested map[string]time.Time
 
-	// charts caches the add-ons' Helm charts (nil without add-ons).
-	charts *addons.Charts
+	// charts caches the add-ons' Helm charts (nil without add-ons);
+	// addOnsWritten (under writtenMu) is noteAddOnsWritten's record.
+	charts        *addons.Charts
+	addOnsWritten map[string]int64
 }
 
 // deleteStart is when the current attempt to delete the Cluster r began:

@@ -2,6 +2,7 @@ package addons
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,7 +10,11 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/openstack/magnum-conductor/drivers/capi/addons/addonstest"
 )
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 // labels is a Labels from a map (bools as "true"/"false").
 type labels map[string]string
@@ -28,19 +33,19 @@ const (
 
 // realRepo serves the real upstream charts (from their Go modules) and a
 // generated calico chart.
-func realRepo(t *testing.T) (*testRepo, Settings) {
+func realRepo(t *testing.T) (*addonstest.Repo, Settings) {
 	t.Helper()
-	r := newTestRepo(t)
-	cpo := moduleDir(t, cpoModule)
-	r.addDir(t, filepath.Join(cpo, "charts/openstack-cloud-controller-manager"))
-	r.addDir(t, filepath.Join(cpo, "charts/cinder-csi-plugin"))
-	r.addDir(t, filepath.Join(cpo, "charts/manila-csi-plugin"))
-	r.addDir(t, filepath.Join(moduleDir(t, ciliumModule), "install/kubernetes/cilium"))
-	r.addDir(t, filepath.Join(moduleDir(t, metricsModule), "charts/metrics-server"))
-	r.add(t, generatedCalicoChart("v3.30.3"), "")
+	r := addonstest.NewRepo(t)
+	cpo := addonstest.ModuleDir(t, cpoModule)
+	r.AddDir(t, filepath.Join(cpo, "charts/openstack-cloud-controller-manager"))
+	r.AddDir(t, filepath.Join(cpo, "charts/cinder-csi-plugin"))
+	r.AddDir(t, filepath.Join(cpo, "charts/manila-csi-plugin"))
+	r.AddDir(t, filepath.Join(addonstest.ModuleDir(t, ciliumModule), "install/kubernetes/cilium"))
+	r.AddDir(t, filepath.Join(addonstest.ModuleDir(t, metricsModule), "charts/metrics-server"))
+	r.Add(t, addonstest.GeneratedCalicoChart("v3.30.3"), "")
 	s := Settings{Repos: map[string]string{}}
 	for _, n := range Names {
-		s.Repos[n] = r.srv.URL
+		s.Repos[n] = r.Server.URL
 	}
 	return r, s
 }
@@ -201,7 +206,7 @@ func TestRenderRealUpstreamCharts(t *testing.T) {
 
 	// Every chart was downloaded once; rendering again, or with a new
 	// cache over the same folder, downloads nothing.
-	if n := repo.archives.Load(); n != 5 {
+	if n := repo.Archives.Load(); n != 5 {
 		t.Errorf("%d archive downloads, want 5", n)
 	}
 	if _, err := Render(context.Background(), charts, s, cl); err != nil {
@@ -210,7 +215,7 @@ func TestRenderRealUpstreamCharts(t *testing.T) {
 	if _, err := Render(context.Background(), NewCharts(charts.dir, nil), s, cl); err != nil {
 		t.Fatal(err)
 	}
-	if n := repo.archives.Load(); n != 5 {
+	if n := repo.Archives.Load(); n != 5 {
 		t.Errorf("%d archive downloads after rendering again, want 5", n)
 	}
 }
@@ -291,13 +296,13 @@ func TestRenderCalico(t *testing.T) {
 // whose archive does not match the index's digest, a chart the index
 // does not list, a Kubernetes version the chart refuses.
 func TestRenderRefusesWhatItCannotDeliver(t *testing.T) {
-	repo := newTestRepo(t)
-	ch := generatedCalicoChart("v3.30.3")
-	repo.add(t, ch, strings.Repeat("0", 64))
-	old := generatedCalicoChart("v3.29.0")
+	repo := addonstest.NewRepo(t)
+	ch := addonstest.GeneratedCalicoChart("v3.30.3")
+	repo.Add(t, ch, strings.Repeat("0", 64))
+	old := addonstest.GeneratedCalicoChart("v3.29.0")
 	old.Metadata.KubeVersion = "< 1.30.0-0"
-	repo.add(t, old, "")
-	s := Settings{Repos: map[string]string{Calico: repo.srv.URL}, Versions: map[string]string{Calico: "v3.30.3"}}
+	repo.Add(t, old, "")
+	s := Settings{Repos: map[string]string{Calico: repo.Server.URL}, Versions: map[string]string{Calico: "v3.30.3"}}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -357,7 +362,7 @@ func TestExtraAddOns(t *testing.T) {
 		}
 	}
 	write("a-motd/manifests.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: motd\ndata:\n  msg: hello\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: site\n")
-	write("b-metrics/chart.yaml", "repo: "+repo.srv.URL+"\nchart: metrics-server\nversion: 3.12.2\nnamespace: monitoring\nvalues:\n  replicas: 2\n")
+	write("b-metrics/chart.yaml", "repo: "+repo.Server.URL+"\nchart: metrics-server\nversion: 3.12.2\nnamespace: monitoring\nvalues:\n  replicas: 2\n")
 	s.ExtraDir = dir
 	set, err := Render(context.Background(), NewCharts(t.TempDir(), nil), s, testCluster(labels{}))
 	if err != nil {

@@ -1,10 +1,12 @@
-package addons
+// Package addonstest serves Helm repositories in tests: real charts from
+// the Go modules of their upstream projects (found with go mod download),
+// packaged with the Helm SDK, under an index.yaml.
+package addonstest
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,9 +21,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// moduleDir is where the Go module cache holds mod@ver (the upstream
+// ModuleDir is where the Go module cache holds mod@ver (the upstream
 // repositories whose modules carry their real Helm charts).
-func moduleDir(t *testing.T, modVer string) string {
+func ModuleDir(t *testing.T, modVer string) string {
 	t.Helper()
 	out, err := exec.Command("go", "mod", "download", "-json", modVer).Output()
 	if err != nil {
@@ -34,35 +36,35 @@ func moduleDir(t *testing.T, modVer string) string {
 	return m.Dir
 }
 
-// testRepo is a Helm repository served by httptest: index.yaml and the
+// Repo is a Helm repository served by httptest: index.yaml and the
 // packaged charts, with a count of the requests for archives.
-type testRepo struct {
-	srv      *httptest.Server
+type Repo struct {
+	Server   *httptest.Server
 	dir      string
 	index    map[string][]map[string]any
-	archives atomic.Int32
+	Archives atomic.Int32 // requests for archives
 }
 
-func newTestRepo(t *testing.T) *testRepo {
+func NewRepo(t *testing.T) *Repo {
 	t.Helper()
-	r := &testRepo{dir: t.TempDir(), index: map[string][]map[string]any{}}
+	r := &Repo{dir: t.TempDir(), index: map[string][]map[string]any{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/index.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		b, _ := yaml.Marshal(map[string]any{"apiVersion": "v1", "entries": r.index})
 		w.Write(b)
 	})
 	mux.HandleFunc("/charts/", func(w http.ResponseWriter, req *http.Request) {
-		r.archives.Add(1)
+		r.Archives.Add(1)
 		http.ServeFile(w, req, filepath.Join(r.dir, filepath.Base(req.URL.Path)))
 	})
-	r.srv = httptest.NewServer(mux)
-	t.Cleanup(r.srv.Close)
+	r.Server = httptest.NewServer(mux)
+	t.Cleanup(r.Server.Close)
 	return r
 }
 
-// add packages ch with the Helm SDK and lists it in the index (digest
+// Add packages ch with the Helm SDK and lists it in the index (digest
 // overrides the archive's real one when not empty).
-func (r *testRepo) add(t *testing.T, ch *chart.Chart, digest string) {
+func (r *Repo) Add(t *testing.T, ch *chart.Chart, digest string) {
 	t.Helper()
 	p, err := chartutil.Save(ch, r.dir)
 	if err != nil {
@@ -81,8 +83,8 @@ func (r *testRepo) add(t *testing.T, ch *chart.Chart, digest string) {
 		"urls": []string{"charts/" + filepath.Base(p)}})
 }
 
-// addDir loads the chart in dir and adds it.
-func (r *testRepo) addDir(t *testing.T, dir string) *chart.Chart {
+// AddDir loads the chart in dir and adds it.
+func (r *Repo) AddDir(t *testing.T, dir string) *chart.Chart {
 	t.Helper()
 	ch, err := loader.Load(dir)
 	if err != nil {
@@ -101,15 +103,15 @@ func (r *testRepo) addDir(t *testing.T, dir string) *chart.Chart {
 					`{{- end -}}`)}},
 		})
 	}
-	r.add(t, ch, "")
+	r.Add(t, ch, "")
 	return ch
 }
 
-// generatedCalicoChart is a small stand-in for Tigera's tigera-operator
+// GeneratedCalicoChart is a small stand-in for Tigera's tigera-operator
 // chart (its Go module is not served by the module proxy): the operator
 // Deployment and the Installation built from the same values
 // (installation.calicoNetwork, installation.registry/imagePath).
-func generatedCalicoChart(version string) *chart.Chart {
+func GeneratedCalicoChart(version string) *chart.Chart {
 	values := "installation:\n  enabled: true\ntigeraOperator:\n  image: tigera/operator\n  registry: quay.io\n  version: v1.38.6\n"
 	return &chart.Chart{
 		Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(values)}},
@@ -140,5 +142,3 @@ spec:
 		},
 	}
 }
-
-func mustJSON(v any) string { b, _ := json.Marshal(v); return fmt.Sprint(string(b)) }
