@@ -715,5 +715,5 @@ func contains(list []string, s string) bool {
 // isNotSupported reports whether err is Magnum's NotSupported (or a
 // subclass).
 func isNotSupported(err error) bool {
-	return errors.Is(err, exception.New("NotSupported", nil))
+	return errors.Is(err, exception.ClassNotSupported.New(nil))
 }

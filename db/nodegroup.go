@@ -51,7 +51,7 @@ func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error
 	err := s.retry(ctx, "create nodegroup", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
+			return exception.ClassNodeGroupAlreadyExists.New(map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
 		}
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, cond *N
 	})
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
+			return exception.ClassNodeGroupAlreadyExists.New(map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
 		}
 		return err
 	}
@@ -323,7 +323,7 @@ func (s *Store) UpdateNodeGroupValues(ctx context.Context, clusterUUID, ident st
 	})
 	if err != nil {
 		if isDuplicate(err) {
-			return nil, exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": clusterUUID, "name": values["name"]})
+			return nil, exception.ClassNodeGroupAlreadyExists.New(map[string]any{"cluster_id": clusterUUID, "name": values["name"]})
 		}
 		return nil, err
 	}

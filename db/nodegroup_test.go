@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 )
@@ -25,7 +26,7 @@ func TestNodeGroupCRUD(t *testing.T) {
 		if m.ID == 0 || len(m.UUID) != 36 {
 			t.Fatalf("create did not fill id/uuid")
 		}
-		e := wantExc(t, s.CreateNodeGroup(ctx, nodegroup(c, "default-master", "master", 1)), "NodeGroupAlreadyExists")
+		e := wantExc(t, s.CreateNodeGroup(ctx, nodegroup(c, "default-master", "master", 1)), exception.ClassNodeGroupAlreadyExists)
 		if e.Message != "A node group with name default-master already exists in the cluster "+*c.UUID+"." {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -42,10 +43,10 @@ func TestNodeGroupCRUD(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = s.GetNodeGroupByUUID(ctx, "other-cluster", m.UUID)
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 		// Non-admin contexts only see their project's nodegroups.
 		_, err = s.GetNodeGroupByUUID(projectCtx("p2"), *c.UUID, m.UUID)
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 		if _, err := s.GetNodeGroupByUUID(projectCtx("p1"), *c.UUID, m.UUID); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestNodeGroupCRUD(t *testing.T) {
 			t.Fatalf("update values: %+v", upd)
 		}
 		_, err = s.UpdateNodeGroupValues(ctx, *c.UUID, "33333333-3333-3333-3333-333333333333", map[string]any{"node_count": 1})
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 		// By name, as NodeGroup.get resolves it; unknown keys are ignored.
 		upd, err = s.UpdateNodeGroupValues(ctx, *c.UUID, "default-worker",
 			map[string]any{"node_count": 8.0, "no_such_column": 1, "created_at": "2020-01-01T00:00:00Z", "node_taints": nil})
@@ -102,10 +103,10 @@ func TestNodeGroupCRUD(t *testing.T) {
 			t.Fatalf("update by name: %+v", upd)
 		}
 		_, err = s.UpdateNodeGroupValues(projectCtx("p2"), *c.UUID, "default-worker", map[string]any{"node_count": 1})
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 
 		must(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID))
-		wantExc(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID), "NodeGroupNotFound")
+		wantExc(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID), exception.ClassNodeGroupNotFound)
 	})
 }
 

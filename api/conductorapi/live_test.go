@@ -89,7 +89,7 @@ func TestLiveAPIAgainstGoServer(t *testing.T) {
 	if ok, err := api.WithServer(srv.Target().Server).PingConductor(ctx); !ok || err != nil {
 		t.Fatalf("ping server: %v %v", ok, err)
 	}
-	if err := api.ClusterDelete(ctx, "missing"); !errors.Is(err, exception.New("ClusterNotFound", nil)) {
+	if err := api.ClusterDelete(ctx, "missing"); !errors.Is(err, exception.ClassClusterNotFound.New(nil)) {
 		t.Fatalf("ClusterDelete(missing): %v", err)
 	}
 	if err := api.ClusterDeleteAsync(ctx, "u-1"); err != nil {

@@ -270,7 +270,7 @@ func TestLiveCallCastFanoutAndFailures(t *testing.T) {
 		checkTracebackHasNoSourcePaths(t, f.method, err)
 	}
 	_, err = c.Call(ctx, tgt, "not_found", map[string]any{"value": "x"})
-	if !errors.Is(err, exception.New("ResourceNotFound", nil)) {
+	if !errors.Is(err, exception.ClassResourceNotFound.New(nil)) {
 		t.Errorf("ClusterNotFound should match ResourceNotFound: %v", err)
 	}
 

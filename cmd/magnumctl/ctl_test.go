@@ -68,7 +68,7 @@ func TestExplainNamesTheFailureAndItsMeaning(t *testing.T) {
 	}{
 		{exception.ClusterNotFound("x"), []string{"magnum.common.exception.ClusterNotFound", "Cluster x could not be found.", "nothing with that name"}},
 		{exception.NotSupported(`Updating a cluster when status is "CREATE_IN_PROGRESS"`), []string{"NotSupported", "current status"}},
-		{exception.New("ClusterAlreadyExists", map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
+		{exception.ClassClusterAlreadyExists.New(map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
 		{&oslo.TimeoutError{Method: "ping_conductor", After: time.Second}, []string{"is magnum-conductor running"}},
 		{exception.NotImplemented("This feature is not yet implemented."), []string{"builtins.NotImplementedError", "does not implement"}},
 		{exception.DBConnectionError("db: x: connection refused", nil), []string{"oslo_db.exception.DBConnectionError", "cannot reach its database"}},

@@ -73,7 +73,7 @@ func one[T objects.Object](o T, err error) (any, error) {
 }
 
 func invalidIdentity(v any) *exception.Error {
-	return exception.New("InvalidIdentity", map[string]any{"identity": v})
+	return exception.ClassInvalidIdentity.New(map[string]any{"identity": v})
 }
 
 // byID calls get with an int-like ident, or fails with notFound(ident) as
@@ -92,13 +92,13 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 	ctNF := func(v any) *exception.Error { return exception.ClusterTemplateNotFound(v) }
 	ngNF := func(v any) *exception.Error { return exception.NodeGroupNotFound(v) }
 	kpNF := func(v any) *exception.Error {
-		return exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": v})
+		return exception.ClassX509KeyPairNotFound.New(map[string]any{"x509keypair": v})
 	}
 	fedNF := func(v any) *exception.Error {
-		return exception.New("FederationNotFound", map[string]any{"federation": v})
+		return exception.ClassFederationNotFound.New(map[string]any{"federation": v})
 	}
 	quotaNF := func(v any) *exception.Error {
-		return exception.New("QuotaNotFound", map[string]any{"msg": "quota id " + pyStr(v) + " ."})
+		return exception.ClassQuotaNotFound.New(map[string]any{"msg": "quota id " + pyStr(v) + " ."})
 	}
 
 	getCluster := func(ctx context.Context, v any) (any, error) {
