@@ -17,6 +17,9 @@ func TestClusterCreateGetDefaults(t *testing.T) {
 		ctx := adminCtx()
 		c := cluster("c1", "p1", objects.CreateInProgress)
 		c.Labels = map[string]string{"k": "v"}
+		// Unset, as in a primitive that leaves it out: false written in Go
+		// would be stored as false.
+		objects.Unset(c, "floating_ip_enabled")
 		must(t, s.CreateCluster(ctx, c))
 		if c.ID == 0 || c.UUID == nil || len(*c.UUID) != 36 {
 			t.Fatalf("create did not fill id/uuid: %d %v", c.ID, c.UUID)

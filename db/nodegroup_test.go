@@ -137,18 +137,37 @@ func TestNodeGroupSaveIfStatus(t *testing.T) {
 	})
 }
 
-func TestNodeGroupCreateUnsetVersusMarkedZero(t *testing.T) {
+// TestNodeGroupZeroCountIsStoredAsZero: a NodeCount of 0 written in Go is
+// stored as 0 and reads back as 0, with no marking by hand; only a field
+// made unset (objects.Unset, or absent from a received primitive) is left
+// NULL and reads as the default 1, as in Magnum. The same holds for a
+// cluster's floating_ip_enabled (default true) written as false.
+func TestNodeGroupZeroCountIsStoredAsZero(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *db.Store) {
 		ctx := adminCtx()
 		c := cluster("c", "p1", objects.CreateComplete)
+		c.FloatingIPEnabled = false
 		must(t, s.CreateCluster(ctx, c))
-		unset := nodegroup(c, "unset", "worker", 0)
-		must(t, s.CreateNodeGroup(ctx, unset))
 		zero := nodegroup(c, "zero", "worker", 0)
-		objects.MarkChanged(zero, "node_count")
 		must(t, s.CreateNodeGroup(ctx, zero))
-		if unset.NodeCount != 1 || zero.NodeCount != 0 {
-			t.Fatalf("unset node_count = %d (want the default 1), marked zero = %d (want 0)", unset.NodeCount, zero.NodeCount)
+		unset := nodegroup(c, "unset", "worker", 0)
+		objects.Unset(unset, "node_count")
+		must(t, s.CreateNodeGroup(ctx, unset))
+
+		got, err := s.GetNodeGroupByUUID(ctx, *c.UUID, zero.UUID)
+		must(t, err)
+		if zero.NodeCount != 0 || got.NodeCount != 0 {
+			t.Fatalf("node_count 0 written in Go: created %d, read back %d, want 0", zero.NodeCount, got.NodeCount)
+		}
+		got, err = s.GetNodeGroupByUUID(ctx, *c.UUID, unset.UUID)
+		must(t, err)
+		if got.NodeCount != 1 {
+			t.Fatalf("unset node_count read back %d, want the default 1", got.NodeCount)
+		}
+		gc, err := s.GetClusterByUUID(ctx, *c.UUID)
+		must(t, err)
+		if gc.FloatingIPEnabled {
+			t.Fatal("floating_ip_enabled false written in Go read back true")
 		}
 	})
 }
