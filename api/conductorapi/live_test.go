@@ -14,6 +14,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func randHex() string {
@@ -25,6 +26,7 @@ func randHex() string {
 // TestLiveAPIAgainstGoServer drives the typed API through a real broker
 // into an oslo server.
 func TestLiveAPIAgainstGoServer(t *testing.T) {
+	testkit.NeedsService(t, "RabbitMQ")
 	opts := oslo.DefaultOptions()
 	opts.TransportURL = "rabbit://guest:guest@127.0.0.1:5672/"
 	opts.ControlExchange = "capi_" + randHex()
