@@ -25,7 +25,7 @@ import (
 var classFS embed.FS
 
 // LatestClassVersion is the bundle applied to new clusters by default.
-const LatestClassVersion = "v2"
+const LatestClassVersion = "v3"
 
 // ClassVersions lists the embedded ClusterClass versions, oldest first.
 func ClassVersions() []string {
