@@ -11,6 +11,7 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi"
+	"github.com/openstack/magnum-conductor/drivers/capi/addons"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
 	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
 )
@@ -45,7 +46,18 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		ProbeTimeout:        c.ProbeTimeout,
 		CacheSyncTimeout:    c.StartTimeout,
 		AutoscalerImage:     c.AutoscalerImage,
+		AddOns: capi.AddOnOptions{Enabled: c.AddonsEnabled, CacheDir: c.AddonChartCacheDir, Settings: addons.Settings{
+			Repos: c.AddonChartRepos, Charts: c.AddonChartNames, Versions: c.AddonChartVersions,
+			ImageRegistry: c.AddonImageRegistry, ExtraDir: c.ExtraAddonsDir, Builtin: nonNil(c.Addons)}},
 	}
+}
+
+// nonNil is l, or an empty list for none (the driver's nil means all).
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // keystoneOptions configures the application-credential issuer: the

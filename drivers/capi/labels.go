@@ -46,7 +46,7 @@ func i64(v int64) *int64 { return &v }
 
 // DefaultLabelSchema returns the labels the driver understands by default.
 func DefaultLabelSchema() LabelSchema {
-	return LabelSchema{
+	return append(LabelSchema{
 		{Name: "kube_tag", Type: LabelVersion, Default: "v1.33.4", Help: "Kubernetes version"},
 		{Name: "availability_zone", Type: LabelString, Help: "Nova AZ of worker nodes"},
 		{Name: "control_plane_availability_zones", Type: LabelList, Help: "failure domains of the control plane"},
@@ -66,7 +66,7 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000)},
 		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000)},
 		{Name: "autoscaler_tag", Type: LabelString, Help: "cluster-autoscaler image tag; default v<kube minor>.0"},
-	}
+	}, addOnLabelSpecs()...)
 }
 
 var (

@@ -62,6 +62,11 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 	if labels, err := d.opts.Labels.Parse(mergedLabels(c, req.Template)); err == nil {
 		v.labels = &labels
 	}
+	if ok {
+		v.addOns = func(res statusResult) statusResult {
+			return d.holdForAddOns(c.Status, r, res, now, v.createDeadline)
+		}
+	}
 	if obs.Cluster != nil && obs.Cluster.DeletionTimestamp != nil {
 		v.deleteStarted = d.deleteStart(r, obs.Cluster)
 		v.deleteDeadline = v.deleteStarted.Add(d.opts.DeleteTimeout)
@@ -115,6 +120,9 @@ type view struct {
 	createDeadline, deleteDeadline time.Time
 	createTimeout                  time.Duration
 	deleteStarted                  time.Time
+	// addOns, when not nil, holds a cluster the Cluster API objects show
+	// ready while its add-ons are pending (holdForAddOns).
+	addOns func(statusResult) statusResult
 }
 
 // observation is the pure part of Observe.
@@ -131,6 +139,9 @@ func (v view) observation() drivers.Observation {
 	res := mapClusterStatus(c.Status, obs, v.now, v.createDeadline, v.deleteDeadline)
 	// Further conditions of a usable cluster hold a Ready phase here (one
 	// check each, turning it into PhaseInProgress with its reason).
+	if v.addOns != nil {
+		res = v.addOns(res)
+	}
 	out.Phase, out.Reason = res.Phase, res.Reason
 	out.Request = v.request()
 	if cl := obs.Cluster; cl != nil {

@@ -71,6 +71,8 @@ type Options struct {
 	// tag is the autoscaler_tag label, else v<kube minor>.0). Default
 	// DefaultAutoscalerImage.
 	AutoscalerImage string
+	// AddOns configure the add-ons delivered to every cluster (addons.go).
+	AddOns AddOnOptions
 	// Start bounds the start attempts of Run. Defaults: 1 min per attempt,
 	// pauses doubling from 5 s to 5 min.
 	Start RunOptions
@@ -150,6 +152,9 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("capi: timeouts must not be negative"))
 	}
 	if err := o.Labels.validateSchema(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.AddOns.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
