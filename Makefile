@@ -51,7 +51,7 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 # and interop tests start the built binaries, which the race detector does not
 # see into).
 RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/... ./service/... \
-	./oslolog/... ./gurumeditation/... ./internal/...
+	./internal/...
 
 # The tests against the real Cluster API controllers (TestRealCAPI*) are left
 # out: their time goes to the controllers' processes, which the race detector

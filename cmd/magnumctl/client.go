@@ -16,7 +16,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/oslo"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/config"
-	"github.com/openstack/magnum-conductor/config/osloopts"
+	"github.com/openstack/magnum-conductor/internal/osloopts"
 )
 
 // session is one connection to the conductor topic.
