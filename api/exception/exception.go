@@ -134,21 +134,6 @@ func (c Class) WithMessage(message string, kwargs map[string]any) *Error {
 	return e
 }
 
-// New is Class.New for a class named by a string: an unknown name yields
-// MagnumException, which is why the product's code names classes by their
-// constants. It stays for the drivers not yet moved to the constants
-// (TestNoClassNamedByString keeps their names to known classes).
-func New(class string, kwargs map[string]any) *Error {
-	c, _ := Lookup(class)
-	return c.New(kwargs)
-}
-
-// WithMessage is Class.WithMessage for a class named by a string; see New.
-func WithMessage(class, message string, kwargs map[string]any) *Error {
-	c, _ := Lookup(class)
-	return c.WithMessage(message, kwargs)
-}
-
 func codeOf(info classInfo, kwargs map[string]any) int {
 	if c, ok := kwargs["code"]; ok {
 		switch v := c.(type) {

@@ -8,22 +8,22 @@ import (
 
 func TestNewFormatsMessageAndCode(t *testing.T) {
 	tests := []struct {
-		class  string
+		class  Class
 		kwargs map[string]any
 		msg    string
 		code   int
 	}{
-		{"ClusterNotFound", map[string]any{"cluster": "abc"}, "Cluster abc could not be found.", 404},
-		{"NotSupported", map[string]any{"operation": "X"}, "X is not supported.", 400},
-		{"ClusterAlreadyExists", map[string]any{"uuid": "u"}, "A cluster with UUID u already exists.", 409},
-		{"InvalidClusterSize", map[string]any{"expect_size": 3, "size": 2.0, "discovery_url": "d"},
+		{ClassClusterNotFound, map[string]any{"cluster": "abc"}, "Cluster abc could not be found.", 404},
+		{ClassNotSupported, map[string]any{"operation": "X"}, "X is not supported.", 400},
+		{ClassClusterAlreadyExists, map[string]any{"uuid": "u"}, "A cluster with UUID u already exists.", 409},
+		{ClassInvalidClusterSize, map[string]any{"expect_size": 3, "size": 2.0, "discovery_url": "d"},
 			"Expected cluster size 3 but get cluster size 2 from 'd'.", 400},
-		{"ClusterNotFound", nil, "Cluster %(cluster)s could not be found.", 404},
-		{"NoSuchClass", nil, "An unknown exception occurred.", 500},
+		{ClassClusterNotFound, nil, "Cluster %(cluster)s could not be found.", 404},
+		{numClasses, nil, "An unknown exception occurred.", 500}, // out of range: MagnumException
 	}
 	for _, tt := range tests {
-		t.Run(tt.class, func(t *testing.T) {
-			e := New(tt.class, tt.kwargs)
+		t.Run(tt.class.String(), func(t *testing.T) {
+			e := tt.class.New(tt.kwargs)
 			if e.Message != tt.msg || e.Code != tt.code || e.Module != ModuleMagnum {
 				t.Fatalf("got %q %d %s, want %q %d", e.Message, e.Code, e.Module, tt.msg, tt.code)
 			}
@@ -33,13 +33,13 @@ func TestNewFormatsMessageAndCode(t *testing.T) {
 
 func TestIsMatchesAncestors(t *testing.T) {
 	err := fmt.Errorf("loading: %w", ClusterNotFound("x"))
-	if !errors.Is(err, New("ResourceNotFound", nil)) || !errors.Is(err, New("ObjectNotFound", nil)) {
+	if !errors.Is(err, ClassResourceNotFound.New(nil)) || !errors.Is(err, ClassObjectNotFound.New(nil)) {
 		t.Fatal("ClusterNotFound should be a ResourceNotFound and an ObjectNotFound")
 	}
-	if errors.Is(err, New("Conflict", nil)) {
+	if errors.Is(err, ClassConflict.New(nil)) {
 		t.Fatal("ClusterNotFound is not a Conflict")
 	}
-	if errors.Is(Builtin("TypeError", "x"), New("MagnumException", nil)) {
+	if errors.Is(Builtin("TypeError", "x"), ClassMagnumException.New(nil)) {
 		t.Fatal("a builtin is not a Magnum exception")
 	}
 }

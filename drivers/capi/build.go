@@ -55,7 +55,7 @@ func variable(name string, v any) (clusterv1.ClusterVariable, error) {
 }
 
 func invalid(format string, args ...any) error {
-	return exception.New("InvalidParameterValue", map[string]any{"err": fmt.Sprintf(format, args...)})
+	return exception.ClassInvalidParameterValue.New(map[string]any{"err": fmt.Sprintf(format, args...)})
 }
 
 // isAutoscaled reports whether a nodegroup is handed to the autoscaler.

@@ -976,7 +976,7 @@ func (d *Driver) CreateNodeGroup(ctx context.Context, req drivers.NodeGroupReque
 		return drivers.Result{}, err
 	}
 	if req.NodeGroup.Role == objects.RoleMaster {
-		return drivers.Result{}, exception.New("CreateMasterNodeGroup", nil)
+		return drivers.Result{}, exception.ClassCreateMasterNodeGroup.New(nil)
 	}
 	return drivers.Result{}, d.reapply(ctx, req.ClusterRequest, nodeGroups(req.ClusterRequest, req.NodeGroup), applyOptions{})
 }
@@ -997,7 +997,7 @@ func (d *Driver) DeleteNodeGroup(ctx context.Context, req drivers.NodeGroupReque
 	}
 	ng := req.NodeGroup
 	if ng.Role == objects.RoleMaster {
-		return drivers.Result{}, exception.New("DeletingDefaultNGNotSupported", nil)
+		return drivers.Result{}, exception.ClassDeletingDefaultNGNotSupported.New(nil)
 	}
 	ngs := slices.DeleteFunc(nodeGroups(req.ClusterRequest), func(n *objects.NodeGroup) bool { return n.UUID == ng.UUID })
 	return drivers.Result{}, d.reapply(ctx, req.ClusterRequest, ngs, applyOptions{})
@@ -1006,7 +1006,7 @@ func (d *Driver) DeleteNodeGroup(ctx context.Context, req drivers.NodeGroupReque
 // RotateCACertificate implements drivers.CARotator: Cluster API cannot
 // roll out new cluster CAs (cluster-api#7721).
 func (d *Driver) RotateCACertificate(context.Context, drivers.ClusterRequest) (drivers.Result, error) {
-	return drivers.Result{}, exception.WithMessage("NotSupported",
+	return drivers.Result{}, exception.ClassNotSupported.WithMessage(
 		"Rotating the cluster CA is not supported by the Cluster API driver: Cluster API cannot roll out new cluster CAs.",
 		map[string]any{"operation": "rotate_ca_certificate"})
 }

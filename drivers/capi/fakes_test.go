@@ -70,7 +70,7 @@ func (s *memStore) GetClusterTemplateByUUID(_ context.Context, uuid string) (*ob
 	if t, ok := s.templates[uuid]; ok {
 		return t, nil
 	}
-	return nil, exception.New("ClusterTemplateNotFound", map[string]any{"clustertemplate": uuid})
+	return nil, exception.ClassClusterTemplateNotFound.New(map[string]any{"clustertemplate": uuid})
 }
 
 func (s *memStore) ListClusterNodeGroups(_ context.Context, clusterUUID string) ([]*objects.NodeGroup, error) {

@@ -461,7 +461,7 @@ func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
 	e := newEnv(t)
 	c := e.newCluster("bad", map[string]string{"kube_tag": "latest"}, &objects.NodeGroup{Name: "w", NodeCount: 1})
 	err := e.create(context.Background(), c, 0)
-	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "kube_tag") {
+	if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) || !strings.Contains(err.Error(), "kube_tag") {
 		t.Fatalf("err = %v, want InvalidParameterValue naming kube_tag", err)
 	}
 	if c.StackID != nil {
@@ -476,7 +476,7 @@ func TestCreateClusterRejectsInvalidLabelBeforeWriting(t *testing.T) {
 	}
 	c2 := e.newCluster("even", nil, &objects.NodeGroup{Name: "w", NodeCount: 1})
 	e.store.ngs[*c2.UUID][0].NodeCount = 2
-	if err := e.create(context.Background(), c2, 0); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+	if err := e.create(context.Background(), c2, 0); !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) {
 		t.Errorf("even master count: err = %v", err)
 	}
 	if ns := e.namespace(t, "magnum-"+e.project); ns != nil || len(e.secretNames(t, "", LabelClusterUUID+"="+*c2.UUID)) != 0 {
@@ -884,7 +884,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	ng := e.nodeGroups(c)[1]
 	// Unknown nodes are refused before any write.
 	err := e.resize(context.Background(), c, 2, []string{"srv-nope"}, ng)
-	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+	if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) {
 		t.Fatalf("unknown node: err = %v", err)
 	}
 	if ng.NodeCount != 3 {
@@ -896,7 +896,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 	asSent := *ng
 	asSent.NodeCount = 2
 	err = e.resize(context.Background(), c, 2, []string{"srv-default-worker-1", "srv-default-worker-2"}, &asSent)
-	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "only shrinks by 1") {
+	if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) || !strings.Contains(err.Error(), "only shrinks by 1") {
 		t.Fatalf("two nodes to remove for a shrink by one: err = %v", err)
 	}
 	for i := range 3 {
@@ -929,7 +929,7 @@ func TestResizeWithNodesToRemove(t *testing.T) {
 		t.Errorf("nodegroup = %d %s", ng.NodeCount, ng.Status)
 	}
 	// Master resizes keep an odd count.
-	if err := e.resize(context.Background(), c, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+	if err := e.resize(context.Background(), c, 2, nil, e.nodeGroups(c)[0]); !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) {
 		t.Errorf("even master resize: %v", err)
 	}
 }
@@ -1056,11 +1056,11 @@ func TestUpgradeRefusedThenAccepted(t *testing.T) {
 		Labels: map[string]string{"kube_tag": "v1.35.0"}}
 	before := e.getCluster(t, p.r)
 	err := e.upgrade(context.Background(), c, skip, 1, nil)
-	if !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "skips a minor version") {
+	if !errors.Is(err, exception.ClassNotSupported.New(nil)) || !strings.Contains(err.Error(), "skips a minor version") {
 		t.Fatalf("minor skip: err = %v", err)
 	}
 	down := &objects.ClusterTemplate{UUID: ptr("tmpl-down"), ImageID: ptr("img-0"), Labels: map[string]string{"kube_tag": "v1.32.0"}}
-	if err := e.upgrade(context.Background(), c, down, 1, nil); !errors.Is(err, exception.New("NotSupported", nil)) {
+	if err := e.upgrade(context.Background(), c, down, 1, nil); !errors.Is(err, exception.ClassNotSupported.New(nil)) {
 		t.Fatalf("downgrade: err = %v", err)
 	}
 	if after := e.getCluster(t, p.r); after.ResourceVersion != before.ResourceVersion || deref(c.ClusterTemplateID) != oldTemplate || c.Status != objects.CreateComplete {
@@ -1164,7 +1164,7 @@ func TestNodeGroupCreateAndDelete(t *testing.T) {
 	if ng.Status != objects.DeleteInProgress {
 		t.Errorf("status = %s", ng.Status)
 	}
-	if err := e.deleteNG(context.Background(), c, e.nodeGroups(c)[0]); !errors.Is(err, exception.New("NotSupported", nil)) {
+	if err := e.deleteNG(context.Background(), c, e.nodeGroups(c)[0]); !errors.Is(err, exception.ClassNotSupported.New(nil)) {
 		t.Errorf("deleting the master nodegroup: %v", err)
 	}
 }
@@ -1273,7 +1273,7 @@ func TestRotateCredential(t *testing.T) {
 	if last := e.creds.revokedRefs[len(e.creds.revokedRefs)-1]; last.ID != "appcred-4" || last.UserID != "member-2" {
 		t.Errorf("the member's credential was revoked as %+v, want appcred-4 of member-2", last)
 	}
-	if _, err := e.d.RotateCACertificate(ctx, e.request(c)); !errors.Is(err, exception.New("NotSupported", nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
+	if _, err := e.d.RotateCACertificate(ctx, e.request(c)); !errors.Is(err, exception.ClassNotSupported.New(nil)) || !strings.Contains(err.Error(), "Cluster API cannot roll out new cluster CAs") {
 		t.Errorf("RotateCACertificate: %v", err)
 	}
 }

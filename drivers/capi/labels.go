@@ -183,7 +183,7 @@ func (s LabelSchema) Parse(labels map[string]string) (Labels, error) {
 		}
 		v, err := l.parse(raw)
 		if err != nil {
-			return Labels{}, exception.New("InvalidParameterValue", map[string]any{
+			return Labels{}, exception.ClassInvalidParameterValue.New(map[string]any{
 				"err": fmt.Sprintf("Invalid value %q for label %s: %v.", raw, l.Name, err)})
 		}
 		out.values[l.Name] = v

@@ -46,7 +46,7 @@ func TestInvalidLabelIsInvalidParameterValue(t *testing.T) {
 		{"calico_ipv4pool", "10.0.0.0/33", "must be a CIDR"},
 	} {
 		_, err := DefaultLabelSchema().Parse(map[string]string{tc.label: tc.value})
-		if !errors.Is(err, exception.New("InvalidParameterValue", nil)) {
+		if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) {
 			t.Errorf("%s=%s: err = %v, want InvalidParameterValue", tc.label, tc.value, err)
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 
 func notSupported(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	return exception.WithMessage("NotSupported", "%(reason)s", map[string]any{"operation": "upgrade_cluster", "reason": msg})
+	return exception.ClassNotSupported.WithMessage("%(reason)s", map[string]any{"operation": "upgrade_cluster", "reason": msg})
 }
 
 // checkUpgrade refuses downgrades, major changes and minor-version skips

@@ -324,7 +324,7 @@ func (i *Issuer) serviceToken(ctx context.Context) (string, error) {
 // failure is AuthorizationFailure(client=keystone, message=msg). msg must
 // hold no secret; cause is kept for errors.Is/As, not for the message.
 func failure(msg string, cause error) error {
-	e := exception.New("AuthorizationFailure", map[string]any{"client": "keystone", "message": msg})
+	e := exception.ClassAuthorizationFailure.New(map[string]any{"client": "keystone", "message": msg})
 	e.Cause = cause
 	return e
 }

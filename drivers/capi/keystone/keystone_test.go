@@ -88,7 +88,7 @@ func testCluster() *objects.Cluster {
 }
 
 func isAuthFailure(err error) bool {
-	return errors.Is(err, exception.New("AuthorizationFailure", nil))
+	return errors.Is(err, exception.ClassAuthorizationFailure.New(nil))
 }
 
 func TestIssueVerifyRevokeLifecycle(t *testing.T) {
