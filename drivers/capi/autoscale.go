@@ -45,17 +45,30 @@ func sized(ng *objects.NodeGroup, md *clusterv1.MachineDeployment) bool {
 }
 
 // sizeAutoscaled writes an autoscaled nodegroup's node_count (within its
-// range) on its MachineDeployment, once per node_count.
+// range) on its MachineDeployment, once per node_count: concurrent
+// observations of the cluster write it once (d.guard), also before the
+// informer cache shows the write.
 func (d *Driver) sizeAutoscaled(ctx context.Context, r ref, ng *objects.NodeGroup, md *clusterv1.MachineDeployment) error {
+	key := "size/" + r.Namespace + "/" + md.Name + "/" + string(md.UID)
 	if sized(ng, md) {
+		d.guard.forget(key)
 		return nil
 	}
 	t := sizingTarget(ng, md)
+	unlock, err := d.guard.lock(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if d.guard.written(key, strconv.Itoa(int(t))) {
+		return nil
+	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"replicas":%d}}`, annotationSizedNodeCount, strconv.Itoa(int(t)), t)
 	if _, err := d.deps.Dynamic.Resource(gvrMD).Namespace(r.Namespace).Patch(ctx, md.Name, types.MergePatchType, []byte(patch),
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("capi: size MachineDeployment %s/%s to %d: %w", r.Namespace, md.Name, t, err)
 	}
+	d.guard.note(key, strconv.Itoa(int(t)))
 	d.log.Info("autoscaled nodegroup sized", "capi_cluster", r.String(), "nodegroup", ng.Name, "machinedeployment", md.Name, "replicas", t)
 	return nil
 }

@@ -92,6 +92,10 @@ type Driver struct {
 	// addOnsWritten (under writtenMu) is noteAddOnsWritten's record.
 	charts        *addons.Charts
 	addOnsWritten map[string]int64
+
+	// guard makes Observe's writes (sizeAutoscaled, cleanup) happen once
+	// for concurrent observations of a cluster.
+	guard writeGuard
 }
 
 // deleteStart is when the current attempt to delete the Cluster r began:
@@ -764,8 +768,15 @@ func (d *Driver) deleteCluster(ctx context.Context, c *objects.Cluster) error {
 
 // cleanup removes what the driver created beside the Cluster: the cloud
 // resources of its add-ons (sweepCloud), the labelled Secrets and the
-// cloud credentials they name.
+// cloud credentials they name. Concurrent clean-ups of a cluster run one
+// after the other (d.guard): the later one lists what the first left, so
+// nothing is revoked or deleted twice.
 func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) error {
+	unlock, err := d.guard.lock(ctx, "cleanup/"+deref(c.UUID))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	secrets, err := d.deps.Core.ListSecrets(ctx, ns, LabelClusterUUID+"="+deref(c.UUID))
 	if err != nil {
 		return err

@@ -26,6 +26,8 @@ import (
 // on its MachineDeployment once (sizeAutoscaled: the Cluster's topology
 // cannot carry it); and once a deleted Cluster is gone, the driver's
 // Secrets and credential are removed before the cluster is reported gone.
+// Why these writes are here, and what holds (idempotent, bounded by ctx,
+// made once for concurrent observations: d.guard): docs/writing-a-driver.md.
 func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drivers.Observation, error) {
 	if err := d.current(); err != nil {
 		return drivers.Observation{}, err
