@@ -141,10 +141,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 			dns = append(dns, d)
 		}
 	}
-	vars := []struct {
-		name string
-		v    any
-	}{
+	vars := []namedValue{
 		{"identityRefName", s.IdentityRef},
 		{"cloudName", "openstack"},
 		{"externalNetworkId", deref(t.ExternalNetworkID)},
@@ -162,6 +159,19 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		{"imageID", image},
 		{"sshKeyName", firstNonEmpty(c.Keypair, t.KeypairID)},
 		{"bootVolume", map[string]any{"size": bootSize, "type": l.String("boot_volume_type")}},
+	}
+	// The options of later classes go only to a class that declares
+	// them (the Cluster webhook refuses an undeclared variable);
+	// LabelWarnings reports the labels an older class does not apply.
+	declared, err := s.Classes.variables(s.ClassVersion)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range optionVariables(l, []string{l.String("fixed_subnet_cidr"), l.String("calico_ipv4pool"),
+		l.String("service_cluster_ip_range"), "." + l.String("dns_cluster_domain")}) {
+		if declared[v.name] {
+			vars = append(vars, v)
+		}
 	}
 	var cvars []clusterv1.ClusterVariable
 	for _, v := range vars {

@@ -25,6 +25,9 @@ const (
 	LabelCIDRs   LabelType = "cidrs"   // comma-separated IP prefixes
 	LabelList    LabelType = "list"    // comma-separated strings (LabelString rules)
 	LabelEnum    LabelType = "enum"    // one of Enum
+	// LabelPairs is a comma-separated list whose items are strings
+	// (LabelString rules) or key=value pairs of them.
+	LabelPairs LabelType = "pairs"
 )
 
 // LabelSpec declares one label the driver reads.
@@ -36,10 +39,14 @@ type LabelSpec struct {
 	Min     *int64
 	Max     *int64
 	Help    string
+	// Variable is the ClusterClass variable that carries the label to the
+	// nodes; "" when the driver itself applies it. A cluster whose class
+	// does not declare it cannot apply the label (see LabelWarnings).
+	Variable string
 }
 
 // LabelSchema is the set of labels the driver understands. Labels not in
-// the schema are ignored and never reach a template.
+// the schema never reach a template; LabelWarnings reports them.
 type LabelSchema []LabelSpec
 
 func i64(v int64) *int64 { return &v }
@@ -66,6 +73,30 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000)},
 		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000)},
 		{Name: "autoscaler_tag", Type: LabelString, Help: "cluster-autoscaler image tag; default v<kube minor>.0"},
+
+		// Nodes behind a proxy, and registries (class magnum-v3).
+		{Name: "http_proxy", Type: LabelString, Variable: "proxy", Help: "HTTP proxy of containerd and the kubelet"},
+		{Name: "https_proxy", Type: LabelString, Variable: "proxy", Help: "HTTPS proxy of containerd and the kubelet"},
+		{Name: "no_proxy", Type: LabelList, Variable: "proxy", Help: "hosts not proxied, beside the cluster's own networks"},
+		{Name: "container_infra_prefix", Type: LabelString, Variable: "imageRepository", Help: "registry/prefix of kubeadm's images"},
+		{Name: "registry_mirrors", Type: LabelPairs, Variable: "registries", Help: "containerd mirrors: <registry>=<mirror URL>, or a URL mirroring docker.io"},
+		{Name: "insecure_registry", Type: LabelList, Variable: "registries", Help: "registries (host[:port]) reached over HTTP or without TLS verification"},
+		// API server (class magnum-v3).
+		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Help: "extra subject alternative names of the API server certificate"},
+		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer"},
+		{Name: "admission_control_list", Type: LabelList, Variable: "apiServer", Help: "admission plugins enabled beside the defaults"},
+		{Name: "keystone_auth_enabled", Type: LabelBool, Default: "true", Variable: "apiServer", Help: "k8s-keystone-auth token and authorization webhook"},
+		{Name: "oidc_issuer_url", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_client_id", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_username_claim", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_username_prefix", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_groups_claim", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_groups_prefix", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_required_claims", Type: LabelPairs, Variable: "apiServer", Help: "claim=value pairs"},
+		{Name: "audit_log_enabled", Type: LabelBool, Default: "false", Variable: "auditLog"},
+		{Name: "audit_log_maxage", Type: LabelInt, Default: "30", Min: i64(0), Max: i64(3650), Variable: "auditLog", Help: "days"},
+		{Name: "audit_log_maxbackup", Type: LabelInt, Default: "10", Min: i64(0), Max: i64(1000), Variable: "auditLog"},
+		{Name: "audit_log_maxsize", Type: LabelInt, Default: "100", Min: i64(0), Max: i64(100000), Variable: "auditLog", Help: "MiB"},
 	}
 }
 
@@ -130,7 +161,7 @@ func (l LabelSpec) parse(v string) (any, error) {
 			return nil, errors.New("must be a CIDR like 10.0.0.0/24")
 		}
 		return p.Masked().String(), nil
-	case LabelCIDRs, LabelList:
+	case LabelCIDRs, LabelList, LabelPairs:
 		var out []string
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
@@ -141,11 +172,24 @@ func (l LabelSpec) parse(v string) (any, error) {
 			if l.Type == LabelCIDRs {
 				sub.Type = LabelCIDR
 			}
-			p, err := sub.parse(item)
-			if err != nil {
-				return nil, fmt.Errorf("item %q: %w", item, err)
+			parts := []string{item}
+			if l.Type == LabelPairs {
+				if k, v, ok := strings.Cut(item, "="); ok {
+					parts = []string{strings.TrimSpace(k), strings.TrimSpace(v)}
+				}
 			}
-			out = append(out, p.(string))
+			var ps []string
+			for _, part := range parts {
+				p, err := sub.parse(part)
+				if err != nil || part == "" {
+					if err == nil {
+						err = errors.New("empty key or value")
+					}
+					return nil, fmt.Errorf("item %q: %w", item, err)
+				}
+				ps = append(ps, p.(string))
+			}
+			out = append(out, strings.Join(ps, "="))
 		}
 		return out, nil
 	case LabelEnum:

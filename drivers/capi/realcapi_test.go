@@ -179,11 +179,16 @@ type renderCase struct {
 	mutate  func(c *objects.Cluster, tmpl *objects.ClusterTemplate)
 	patches []string // the class's patches this case enables (or changes the output of)
 	want    map[field]any
+	// options: what a class with the node and API-server options
+	// (magnum-v3 on) renders beyond defaultOptionExpectations; older
+	// classes render none of it (their expectations are want's).
+	options map[field]any
 }
 
 func renderCases() []renderCase {
 	return []renderCase{
-		{name: "defaults", patches: []string{"cluster-network", "external-network", "machines", "ssh-key"}},
+		{name: "defaults", patches: []string{"cluster-network", "external-network", "machines", "ssh-key",
+			"control-plane-config", "control-plane-files"}},
 		{name: "kube_tag", labels: map[string]string{"kube_tag": "v1.34.1"}, want: map[field]any{
 			{"KubeadmControlPlane", "spec.version"}:             "v1.34.1",
 			{"MachineDeployment", "spec.template.spec.version"}: "v1.34.1"}},
@@ -252,6 +257,67 @@ func renderCases() []renderCase {
 		// Deployment (TestAutoscalerRunsBesideAnAutoscaledCluster), not the
 		// Cluster.
 		{name: "autoscaler_tag", labels: map[string]string{"autoscaler_tag": "v1.33.1"}},
+		// Node and API-server options (magnum-v3 on).
+		{name: "proxy", labels: map[string]string{"http_proxy": "http://proxy.example:3128", "https_proxy": "http://proxy.example:3129",
+			"no_proxy": ".example.internal"}, patches: []string{"worker-files", "node-services"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+				"/etc/systemd/system/containerd.service.d/http-proxy.conf", `Environment="HTTPS_PROXY=http://proxy.example:3129"`,
+				"/etc/systemd/system/kubelet.service.d/http-proxy.conf", `,.cluster.local,.example.internal"`,
+				"/etc/kubernetes/webhooks/keystone-webhook.yaml", "https://127.0.0.1:8443/webhook"),
+			{"WorkerBootstrapTemplate", "spec.template.spec.files"}: filesWith(
+				"/etc/systemd/system/containerd.service.d/http-proxy.conf", `Environment="HTTP_PROXY=http://proxy.example:3128"`,
+				"/etc/systemd/system/kubelet.service.d/http-proxy.conf", `Environment="no_proxy=localhost,127.0.0.1,`),
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"},
+			{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
+		{name: "no_proxy without a proxy", labels: map[string]string{"no_proxy": "example.internal"}},
+		{name: "registries", labels: map[string]string{"registry_mirrors": "https://mirror.example,quay.io=https://quay.mirror.example",
+			"insecure_registry": "registry.local:5000", "container_infra_prefix": "registry.local:5000/k8s"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}: "registry.local:5000/k8s",
+			{"WorkerBootstrapTemplate", "spec.template.spec.files"}: filesWith(
+				"/etc/containerd/certs.d/docker.io/hosts.toml", `[host."https://mirror.example"]`,
+				"/etc/containerd/certs.d/quay.io/hosts.toml", `server = "https://quay.io"`,
+				"/etc/containerd/certs.d/registry.local:5000/hosts.toml", "skip_verify = true"),
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+				"/etc/containerd/certs.d/registry.local:5000/hosts.toml", `[host."http://registry.local:5000"]`,
+				"/etc/kubernetes/webhooks/keystone-webhook.yaml", "insecure-skip-tls-verify: true"),
+			{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
+		{name: "api server", labels: map[string]string{"api_server_cert_sans": "api.example.com,192.0.2.7",
+			"api_server_tls_cipher_suites": "TLS_AES_128_GCM_SHA256", "admission_control_list": "NodeRestriction,AlwaysPullImages",
+			"keystone_auth_enabled": "false"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.certSANs"}: []any{"api.example.com", "192.0.2.7"},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: []any{
+				map[string]any{"name": "tls-cipher-suites", "value": "TLS_AES_128_GCM_SHA256"},
+				map[string]any{"name": "enable-admission-plugins", "value": "NodeRestriction,AlwaysPullImages"}},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraVolumes"}: absent,
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}:                                       absent}},
+		{name: "oidc", labels: map[string]string{"oidc_issuer_url": "https://idp.example/realms/k8s", "oidc_client_id": "kubernetes",
+			"oidc_username_claim": "email", "oidc_username_prefix": "oidc:", "oidc_groups_claim": "groups", "oidc_groups_prefix": "oidc:",
+			"oidc_required_claims": "aud=kubernetes"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: append([]any{
+				map[string]any{"name": "oidc-issuer-url", "value": "https://idp.example/realms/k8s"},
+				map[string]any{"name": "oidc-client-id", "value": "kubernetes"},
+				map[string]any{"name": "oidc-username-claim", "value": "email"},
+				map[string]any{"name": "oidc-username-prefix", "value": "oidc:"},
+				map[string]any{"name": "oidc-groups-claim", "value": "groups"},
+				map[string]any{"name": "oidc-groups-prefix", "value": "oidc:"},
+				map[string]any{"name": "oidc-required-claim", "value": "aud=kubernetes"}}, keystoneArgs()...)}},
+		{name: "audit log", labels: map[string]string{"audit_log_enabled": "true", "audit_log_maxage": "7", "audit_log_maxbackup": "3",
+			"audit_log_maxsize": "50"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: append(keystoneArgs(),
+				map[string]any{"name": "audit-policy-file", "value": "/etc/kubernetes/audit-policy/apiserver-audit-policy.yaml"},
+				map[string]any{"name": "audit-log-path", "value": "/var/log/kubernetes/audit/kube-apiserver-audit.log"},
+				map[string]any{"name": "audit-log-maxage", "value": "7"},
+				map[string]any{"name": "audit-log-maxbackup", "value": "3"},
+				map[string]any{"name": "audit-log-maxsize", "value": "50"}),
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraVolumes"}: []any{
+				map[string]any{"name": "keystone-webhook", "hostPath": "/etc/kubernetes/webhooks", "mountPath": "/etc/kubernetes/webhooks",
+					"readOnly": true, "pathType": "DirectoryOrCreate"},
+				map[string]any{"name": "audit-policy", "hostPath": "/etc/kubernetes/audit-policy", "mountPath": "/etc/kubernetes/audit-policy",
+					"readOnly": true, "pathType": "DirectoryOrCreate"},
+				map[string]any{"name": "audit-logs", "hostPath": "/var/log/kubernetes/audit", "mountPath": "/var/log/kubernetes/audit",
+					"pathType": "DirectoryOrCreate"}},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+				"/etc/kubernetes/audit-policy/apiserver-audit-policy.yaml", "kind: Policy")}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
@@ -271,6 +337,59 @@ func renderCases() []renderCase {
 				{"WorkerMachineTemplate", "spec.template.spec.image"}:            map[string]any{"filter": map[string]any{"name": "ubuntu-24.04"}},
 				{"ControlPlaneMachineTemplate", "spec.template.spec.sshKeyName"}: absent,
 				{"WorkerMachineTemplate", "spec.template.spec.sshKeyName"}:       absent}},
+	}
+}
+
+// check is an expectation judged by a function: "" when got is right.
+type check func(got any, found bool) string
+
+// filesWith: a kubeadm files list holding, for each (path, fragment)
+// pair, a file at path whose content contains fragment.
+func filesWith(pathFragment ...string) check {
+	return func(got any, found bool) string {
+		list, _ := got.([]any)
+		for i := 0; i+1 < len(pathFragment); i += 2 {
+			path, frag := pathFragment[i], pathFragment[i+1]
+			ok := false
+			for _, f := range list {
+				m, _ := f.(map[string]any)
+				if c, _ := m["content"].(string); m["path"] == path && strings.Contains(c, frag) {
+					ok = true
+				}
+			}
+			if !ok {
+				return fmt.Sprintf("no file %s containing %q in %v (set: %v)", path, frag, got, found)
+			}
+		}
+		return ""
+	}
+}
+
+// keystoneArgs are the API server's arguments for k8s-keystone-auth.
+func keystoneArgs() []any {
+	return []any{
+		map[string]any{"name": "authentication-token-webhook-config-file", "value": "/etc/kubernetes/webhooks/keystone-webhook.yaml"},
+		map[string]any{"name": "authorization-webhook-config-file", "value": "/etc/kubernetes/webhooks/keystone-webhook.yaml"},
+		map[string]any{"name": "authorization-mode", "value": "Node,RBAC,Webhook"},
+	}
+}
+
+// defaultOptionExpectations are what a class with the node and API-server
+// options renders for defaultMagnumCluster: k8s-keystone-auth's webhook
+// (keystone_auth_enabled defaults to true), nothing else.
+func defaultOptionExpectations() map[field]any {
+	return map[field]any{
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: keystoneArgs(),
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraVolumes"}: []any{
+			map[string]any{"name": "keystone-webhook", "hostPath": "/etc/kubernetes/webhooks",
+				"mountPath": "/etc/kubernetes/webhooks", "readOnly": true, "pathType": "DirectoryOrCreate"}},
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.certSANs"}: absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}:    absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+			"/etc/kubernetes/webhooks/keystone-webhook.yaml", "server: https://127.0.0.1:8443/webhook"),
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: absent,
+		{"WorkerBootstrapTemplate", "spec.template.spec.files"}:              absent,
+		{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: absent,
 	}
 }
 
@@ -307,13 +426,14 @@ func TestRealCAPIRenderCasesCoverEveryLabelAndPatch(t *testing.T) {
 }
 
 var (
-	realGVRCluster           = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
-	realGVRClusterClass      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
-	realGVRMD                = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
-	realGVROpenStackCluster  = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
-	realGVROSMachineTemplate = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}
-	realGVRKCP               = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
-	realGVRMHC               = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinehealthchecks"}
+	realGVRCluster               = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	realGVRClusterClass          = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
+	realGVRMD                    = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
+	realGVROpenStackCluster      = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
+	realGVROSMachineTemplate     = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}
+	realGVRKCP                   = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
+	realGVRMHC                   = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinehealthchecks"}
+	realGVRKubeadmConfigTemplate = schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}
 )
 
 // The Cluster the driver builds for a default Magnum cluster, and for each
@@ -424,8 +544,21 @@ func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, v
 	for k, v := range rc.want {
 		want[k] = v
 	}
+	declared, err := classSet(nil).variables(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if declared["apiServer"] { // a class with the node and API-server options (magnum-v3 on)
+		for k, v := range defaultOptionExpectations() {
+			want[k] = v
+		}
+		for k, v := range rc.options {
+			want[k] = v
+		}
+	}
 	objs := map[string]*unstructured.Unstructured{}
-	for _, kind := range []string{"Cluster", "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate", "MachineDeployment", "WorkerMachineTemplate"} {
+	for _, kind := range []string{"Cluster", "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate", "MachineDeployment",
+		"WorkerMachineTemplate", "WorkerBootstrapTemplate"} {
 		u, err := renderedObject(ctx, dyn, ns, renderClusterName, kind)
 		if err != nil {
 			t.Fatal(err)
@@ -446,6 +579,10 @@ func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, v
 		if w := want[k]; w == absent {
 			if found {
 				t.Errorf("%s %s = %v, want it unset", k.obj, k.path, got)
+			}
+		} else if c, ok := w.(check); ok {
+			if msg := c(got, found); msg != "" {
+				t.Errorf("%s %s: %s", k.obj, k.path, msg)
 			}
 		} else if !found || !reflect.DeepEqual(got, w) {
 			t.Errorf("%s %s = %#v (set: %v), want %#v", k.obj, k.path, got, found, w)
@@ -520,7 +657,8 @@ func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface,
 // renderedObject waits for and returns the object of a kind the topology
 // controller made for Cluster name: "Cluster" (as stored), its
 // "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate",
-// its one "MachineDeployment" and that one's "WorkerMachineTemplate".
+// its one "MachineDeployment" and that one's "WorkerMachineTemplate" and
+// "WorkerBootstrapTemplate" (KubeadmConfigTemplate).
 func renderedObject(ctx context.Context, dyn dynamic.Interface, ns, name, kind string) (*unstructured.Unstructured, error) {
 	var out *unstructured.Unstructured
 	get := func(gvr schema.GroupVersionResource, objName string) (bool, string) {
@@ -584,6 +722,16 @@ func renderedObject(ctx context.Context, dyn dynamic.Interface, ns, name, kind s
 				return false, why
 			}
 			return get(realGVRMD, n)
+		case "WorkerBootstrapTemplate":
+			md, why := machineDeployment()
+			if md == "" {
+				return false, why
+			}
+			n, why := refName(realGVRMD, md, "spec", "template", "spec", "bootstrap", "configRef", "name")
+			if n == "" {
+				return false, why
+			}
+			return get(realGVRKubeadmConfigTemplate, n)
 		case "WorkerMachineTemplate":
 			md, why := machineDeployment()
 			if md == "" {

@@ -1,0 +1,156 @@
+package capi
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// namedValue is a topology variable before it is encoded.
+type namedValue struct {
+	name string
+	v    any
+}
+
+// variables lists the variables a bundle version's ClusterClass declares.
+func (s classSet) variables(version string) (map[string]bool, error) {
+	objs, err := s.bundle(version)
+	if err != nil {
+		return nil, err
+	}
+	cc := &clusterv1.ClusterClass{}
+	if err := fromUnstructured(objs[len(objs)-1].Object, cc); err != nil {
+		return nil, fmt.Errorf("capi: ClusterClass bundle %s: %w", version, err)
+	}
+	out := map[string]bool{}
+	for _, v := range cc.Spec.Variables {
+		out[v.Name] = true
+	}
+	return out, nil
+}
+
+// dockerHub is the registry images without a host come from, and the
+// server containerd pulls them from.
+const (
+	dockerHub       = "docker.io"
+	dockerHubServer = "https://registry-1.docker.io"
+)
+
+// optionVariables are the node and API-server options of the labels
+// (class magnum-v3 and later): every one is always set, empty when its
+// labels are unset, so that the class's templates never read a missing
+// value. clusterNets are the node, pod and service CIDRs and the DNS
+// domain, which are never proxied.
+func optionVariables(l Labels, clusterNets []string) []namedValue {
+	proxy := map[string]any{"http": l.String("http_proxy"), "https": l.String("https_proxy"), "noProxy": ""}
+	if l.String("http_proxy") != "" || l.String("https_proxy") != "" {
+		noProxy := []string{"localhost", "127.0.0.1", "169.254.169.254", ".svc"}
+		for _, n := range clusterNets {
+			if n != "" {
+				noProxy = append(noProxy, n)
+			}
+		}
+		for _, h := range l.List("no_proxy") {
+			if !slices.Contains(noProxy, h) {
+				noProxy = append(noProxy, h)
+			}
+		}
+		proxy["noProxy"] = strings.Join(noProxy, ",")
+	}
+
+	type registry struct {
+		mirrors  []string
+		insecure bool
+	}
+	regs := map[string]*registry{}
+	reg := func(host string) *registry {
+		if regs[host] == nil {
+			regs[host] = &registry{}
+		}
+		return regs[host]
+	}
+	for _, item := range l.List("registry_mirrors") {
+		host, mirror, ok := strings.Cut(item, "=")
+		if !ok {
+			host, mirror = dockerHub, item
+		}
+		r := reg(host)
+		r.mirrors = append(r.mirrors, mirror)
+	}
+	for _, host := range l.List("insecure_registry") {
+		reg(host).insecure = true
+	}
+	registries := []any{}
+	for _, host := range slices.Sorted(maps.Keys(regs)) {
+		r := regs[host]
+		server := "https://" + host
+		if host == dockerHub {
+			server = dockerHubServer
+		}
+		mirrors := make([]any, 0, len(r.mirrors))
+		for _, m := range r.mirrors {
+			mirrors = append(mirrors, m)
+		}
+		registries = append(registries, map[string]any{"host": host, "server": server, "mirrors": mirrors, "insecure": r.insecure})
+	}
+
+	keystone, _ := l.Bool("keystone_auth_enabled")
+	audit, _ := l.Bool("audit_log_enabled")
+	maxAge, _ := l.Int("audit_log_maxage")
+	maxBackup, _ := l.Int("audit_log_maxbackup")
+	maxSize, _ := l.Int("audit_log_maxsize")
+	return []namedValue{
+		{"proxy", proxy},
+		{"imageRepository", strings.TrimSuffix(l.String("container_infra_prefix"), "/")},
+		{"registries", registries},
+		{"apiServer", map[string]any{
+			"certSANs":         l.List("api_server_cert_sans"),
+			"tlsCipherSuites":  l.List("api_server_tls_cipher_suites"),
+			"admissionPlugins": l.List("admission_control_list"),
+			"keystoneAuth":     keystone,
+			"oidc": map[string]any{
+				"issuerURL":      l.String("oidc_issuer_url"),
+				"clientID":       l.String("oidc_client_id"),
+				"usernameClaim":  l.String("oidc_username_claim"),
+				"usernamePrefix": l.String("oidc_username_prefix"),
+				"groupsClaim":    l.String("oidc_groups_claim"),
+				"groupsPrefix":   l.String("oidc_groups_prefix"),
+				"requiredClaims": l.List("oidc_required_claims"),
+			},
+		}},
+		{"auditLog", map[string]any{"enabled": audit, "maxAge": maxAge, "maxBackup": maxBackup, "maxSize": maxSize}},
+	}
+}
+
+// LabelWarnings reports the labels of a cluster the driver will not apply:
+// those it does not understand, and those whose variable the cluster's
+// class (declared: its variables) does not declare. A label set to its
+// default, or to nothing, is not reported. The warnings name labels,
+// never their values (a proxy URL may hold a password).
+func (s LabelSchema) LabelWarnings(raw map[string]string, declared map[string]bool, classVersion string) []string {
+	var unknown, unapplied []string
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		i := slices.IndexFunc(s, func(l LabelSpec) bool { return l.Name == name })
+		if i < 0 {
+			unknown = append(unknown, name)
+			continue
+		}
+		l := s[i]
+		if l.Variable == "" || declared[l.Variable] || raw[name] == "" || raw[name] == l.Default {
+			continue
+		}
+		unapplied = append(unapplied, name)
+	}
+	var out []string
+	if len(unknown) > 0 {
+		out = append(out, "labels not understood by the Cluster API driver, ignored: "+strings.Join(unknown, ", "))
+	}
+	if len(unapplied) > 0 {
+		out = append(out, fmt.Sprintf("labels not applied by ClusterClass %s (an upgrade to a newer class applies them): %s",
+			className(classVersion), strings.Join(unapplied, ", ")))
+	}
+	return out
+}
