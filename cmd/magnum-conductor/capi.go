@@ -48,6 +48,11 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		ProbeTimeout:        c.ProbeTimeout,
 		CacheSyncTimeout:    c.StartTimeout,
 		AutoscalerImage:     c.AutoscalerImage,
+		LabelDefaults:       c.FlavorLabelDefaults,
+		ManagementCIDRs:     c.ManagementCIDRs,
+		// Clusters without a floating IP for their API are refused unless
+		// the operator routes the management cluster to them.
+		ManagementNetworkRouted: c.ManagementRouted,
 	}
 }
 
@@ -123,9 +128,6 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string,
 	if c.ClusterClassName != "" && c.ClusterClassName != "magnum" {
 		log.Warn("[capi_driver]/cluster_class_name is ignored: the driver names its classes magnum-<cluster_class_version>",
 			"cluster_class_name", c.ClusterClassName)
-	}
-	if len(c.FlavorLabelDefaults) > 0 {
-		log.Warn("[capi_driver]/flavor_label_defaults is not applied by this driver version")
 	}
 	if c.MinFlavorRAMMB != 2048 || c.MinFlavorVCPUs != 2 {
 		log.Warn("[capi_driver]/min_flavor_ram_mb and min_flavor_vcpus are not enforced by this driver version",

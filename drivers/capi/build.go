@@ -31,6 +31,9 @@ type spec struct {
 	IdentityRef  string // the cloud-credentials Secret name
 	Annotations  map[string]string
 	MaxBatchSize int // 0: CAPI's default rollout
+	// ManagementCIDRs are the management cluster's egress prefixes,
+	// added to a non-empty api_master_lb_allowed_cidrs.
+	ManagementCIDRs []string
 }
 
 func ownerLabels(c *objects.Cluster) map[string]string {
@@ -131,10 +134,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 	}
 
 	bootSize, _ := l.Int("boot_volume_size")
-	fip := c.FloatingIPEnabled
-	if b, ok := l.Bool("master_lb_floating_ip_enabled"); ok && c.MasterLBEnabled {
-		fip = b
-	}
+	fip := apiFloatingIP(c, l)
 	dns := []string{} // never null: the variable is an array
 	for _, d := range strings.Split(deref(t.DNSNameserver), ",") {
 		if d = strings.TrimSpace(d); d != "" {
@@ -151,7 +151,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		{"dnsNameservers", dns},
 		{"apiServerLoadBalancer", map[string]any{
 			"enabled": c.MasterLBEnabled, "provider": l.String("octavia_provider"),
-			"allowedCIDRs": l.List("api_master_lb_allowed_cidrs")}},
+			"allowedCIDRs": allowedCIDRs(l.List("api_master_lb_allowed_cidrs"), s.ManagementCIDRs)}},
 		{"apiServerFloatingIP", fip},
 		{"controlPlaneAvailabilityZones", l.List("control_plane_availability_zones")},
 		{"controlPlaneFlavor", cpFlavor},

@@ -443,9 +443,13 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 		ao.identityRef = credentialSecretName(r.Name)
 	}
 	ann[annotationTemplateID] = firstNonEmpty(c.ClusterTemplateID)
+	if err := d.noteLabelWarnings(ctx, c, t, ao.classVersion, ann); err != nil {
+		return nil, err
+	}
 	want, err := desiredCluster(spec{
 		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
 		ClassVersion: ao.classVersion, Classes: d.classes, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
+		ManagementCIDRs: d.opts.ManagementCIDRs,
 	})
 	if err != nil {
 		return nil, err
@@ -519,6 +523,9 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 	}
 	// Validate the whole topology before the first write.
 	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t))
+	if err := d.opts.checkAPIReachable(c, labels); err != nil {
+		return err
+	}
 	if _, err := desiredCluster(spec{Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace,
 		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		return err
@@ -877,7 +884,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 			d.log.Info("cluster status changed", append(d.logAttrs(ctx, c), "from", c.Status, "to", res.Status, "reason", res.Reason)...)
 			c.Status = res.Status
 		}
-		setReason(&c.StatusReason, res.Reason)
+		setReason(&c.StatusReason, withLabelWarnings(res.Reason, obs.Cluster))
 	}
 	if obs.Cluster != nil {
 		if ep := obs.Cluster.Spec.ControlPlaneEndpoint; ep.Host != "" {

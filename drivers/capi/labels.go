@@ -100,6 +100,21 @@ func DefaultLabelSchema() LabelSchema {
 	}
 }
 
+// withDefaults returns a copy of the schema with the given values as the
+// defaults of their labels (site-wide defaults).
+func (s LabelSchema) withDefaults(defaults map[string]string) LabelSchema {
+	if len(defaults) == 0 {
+		return s
+	}
+	out := slices.Clone(s)
+	for i, l := range out {
+		if v, ok := defaults[l.Name]; ok {
+			out[i].Default = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
 var (
 	labelNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	labelStringRE = regexp.MustCompile(`^[A-Za-z0-9._:/@-]*$`)

@@ -1,12 +1,15 @@
 package capi
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/openstack/magnum-conductor/api/objects"
 )
 
 // namedValue is a topology variable before it is encoded.
@@ -153,4 +156,45 @@ func (s LabelSchema) LabelWarnings(raw map[string]string, declared map[string]bo
 			className(classVersion), strings.Join(unapplied, ", ")))
 	}
 	return out
+}
+
+// annotationLabelWarnings holds, on the Cluster, the label warnings of its
+// last apply ("; "-separated), which the status sync appends to the
+// cluster's status_reason.
+const annotationLabelWarnings = "magnum.openstack.org/label-warnings"
+
+// noteLabelWarnings records in ann the warnings about the cluster's labels
+// on class version (none: the annotation is removed), and logs them (at
+// every apply: create, update, resize, upgrade).
+func (d *Driver) noteLabelWarnings(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, version string, ann map[string]string) error {
+	declared, err := d.classes.variables(version)
+	if err != nil {
+		return err
+	}
+	w := strings.Join(d.opts.Labels.LabelWarnings(mergedLabels(c, t), declared, version), "; ")
+	if w != "" {
+		d.log.WarnContext(ctx, "cluster labels not applied", append(d.logAttrs(ctx, c), "warning", w)...)
+	}
+	if w == "" {
+		delete(ann, annotationLabelWarnings)
+	} else {
+		ann[annotationLabelWarnings] = w
+	}
+	return nil
+}
+
+// withLabelWarnings appends the Cluster's label warnings to a status
+// reason.
+func withLabelWarnings(reason string, cl *clusterv1.Cluster) string {
+	w := ""
+	if cl != nil {
+		w = cl.Annotations[annotationLabelWarnings]
+	}
+	switch {
+	case w == "":
+		return reason
+	case reason == "":
+		return "Warning: " + w
+	}
+	return reason + " (warning: " + w + ")"
 }
