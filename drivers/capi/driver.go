@@ -526,6 +526,9 @@ func (d *Driver) CreateCluster(ctx context.Context, c *objects.Cluster, createTi
 	if err := d.opts.checkAPIReachable(c, labels); err != nil {
 		return err
 	}
+	if err := checkBootstrap(t); err != nil {
+		return err
+	}
 	if _, err := desiredCluster(spec{Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace,
 		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		return err

@@ -58,7 +58,9 @@ type Options struct {
 	CloudInterface string
 	CloudCACert    string
 	// Provides overrides the (server_type, os) pairs served; default
-	// vm/ubuntu, vm/flatcar, vm/rockylinux.
+	// vm/ubuntu, vm/flatcar, vm/rockylinux. Flatcar is served so that its
+	// templates stay valid, and refused at create (checkBootstrap): the
+	// classes write cloud-init, Flatcar reads Ignition only.
 	OSDistros []string
 	// ProbeInterval is how often the started driver checks that the
 	// management cluster answers (also at once when an informer's request

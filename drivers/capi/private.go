@@ -2,6 +2,7 @@ package capi
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 )
@@ -45,4 +46,18 @@ func (o Options) checkAPIReachable(c *objects.Cluster, l Labels) error {
 		"and the Cluster API management cluster cannot reach a private API: this cloud does not route the management " +
 		"cluster to tenant networks ([capi_driver] management_network_routed is false). Enable the floating IP, or ask " +
 		"the operator.")
+}
+
+// checkBootstrap refuses an OS the classes cannot bootstrap: they write
+// cloud-init (kubeadm's default format); Flatcar Container Linux reads
+// Ignition only, so its servers would boot and never join. The template
+// keeps routing to this driver (its (vm, flatcar) key is kept so that
+// existing templates stay valid); the create says why it cannot work.
+func checkBootstrap(t *objects.ClusterTemplate) error {
+	if t != nil && strings.HasPrefix(strings.ToLower(deref(t.ClusterDistro)), "flatcar") {
+		return invalid("The Cluster API driver bootstraps nodes with cloud-init; Flatcar Container Linux " +
+			"(cluster_distro %s) needs Ignition, which its ClusterClass does not write. Use an Ubuntu or Rocky Linux image.",
+			deref(t.ClusterDistro))
+	}
+	return nil
 }

@@ -88,3 +88,15 @@ func TestSiteLabelDefaults(t *testing.T) {
 		t.Error("an open list was narrowed")
 	}
 }
+
+func TestFlatcarRefusedAtCreate(t *testing.T) {
+	err := checkBootstrap(&objects.ClusterTemplate{ClusterDistro: ptr("flatcar")})
+	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "Ignition") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, ok := range []*objects.ClusterTemplate{nil, {}, {ClusterDistro: ptr("ubuntu")}, {ClusterDistro: ptr("rockylinux")}} {
+		if err := checkBootstrap(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+}
