@@ -55,7 +55,7 @@ func (o Options) checkAPIReachable(c *objects.Cluster, l Labels) error {
 // existing templates stay valid); the create says why it cannot work.
 func checkBootstrap(t *objects.ClusterTemplate) error {
 	if t != nil && strings.HasPrefix(strings.ToLower(deref(t.ClusterDistro)), "flatcar") {
-		return invalid("The Cluster API driver bootstraps nodes with cloud-init; Flatcar Container Linux " +
+		return invalid("The Cluster API driver bootstraps nodes with cloud-init; Flatcar Container Linux "+
 			"(cluster_distro %s) needs Ignition, which its ClusterClass does not write. Use an Ubuntu or Rocky Linux image.",
 			deref(t.ClusterDistro))
 	}
