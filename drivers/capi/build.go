@@ -167,7 +167,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range optionVariables(l, []string{l.String("fixed_subnet_cidr"), l.String("calico_ipv4pool"),
+	for _, v := range optionVariables(l, c, t, []string{l.String("fixed_subnet_cidr"), l.String("calico_ipv4pool"),
 		l.String("service_cluster_ip_range"), "." + l.String("dns_cluster_domain")}) {
 		if declared[v.name] {
 			vars = append(vars, v)
@@ -222,16 +222,21 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 				},
 			}
 		}
-		for _, o := range []struct{ name, v string }{
+		overrides, err := nodeGroupOverrides(l, ng, declared)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range append([]namedValue{
 			{"flavor", firstNonEmpty(ng.FlavorID)}, {"imageID", firstNonEmpty(ng.ImageID)},
-		} {
-			if o.v != "" {
-				cv, err := variable(o.name, o.v)
-				if err != nil {
-					return nil, err
-				}
-				md.Variables.Overrides = append(md.Variables.Overrides, cv)
+		}, overrides...) {
+			if s, ok := o.v.(string); ok && s == "" {
+				continue
 			}
+			cv, err := variable(o.name, o.v)
+			if err != nil {
+				return nil, err
+			}
+			md.Variables.Overrides = append(md.Variables.Overrides, cv)
 		}
 		mds = append(mds, md)
 	}

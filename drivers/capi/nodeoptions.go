@@ -47,7 +47,7 @@ const (
 // labels are unset, so that the class's templates never read a missing
 // value. clusterNets are the node, pod and service CIDRs and the DNS
 // domain, which are never proxied.
-func optionVariables(l Labels, clusterNets []string) []namedValue {
+func optionVariables(l Labels, c *objects.Cluster, t *objects.ClusterTemplate, clusterNets []string) []namedValue {
 	proxy := map[string]any{"http": l.String("http_proxy"), "https": l.String("https_proxy"), "noProxy": ""}
 	if l.String("http_proxy") != "" || l.String("https_proxy") != "" {
 		noProxy := []string{"localhost", "127.0.0.1", "169.254.169.254", ".svc"}
@@ -125,6 +125,8 @@ func optionVariables(l Labels, clusterNets []string) []namedValue {
 			},
 		}},
 		{"auditLog", map[string]any{"enabled": audit, "maxAge": maxAge, "maxBackup": maxBackup, "maxSize": maxSize}},
+		{"etcdVolume", volume(l, "etcd_volume_size", "etcd_volume_type")},
+		{"containerVolume", containerVolume(l, c.DockerVolumeSize, t.DockerVolumeSize)},
 	}
 }
 
@@ -197,4 +199,61 @@ func withLabelWarnings(reason string, cl *clusterv1.Cluster) string {
 		return "Warning: " + w
 	}
 	return reason + " (warning: " + w + ")"
+}
+
+// volume is a {size, type} volume variable from a size and a type label.
+func volume(l Labels, sizeLabel, typeLabel string) map[string]any {
+	size, _ := l.Int(sizeLabel)
+	return map[string]any{"size": size, "type": l.String(typeLabel)}
+}
+
+// containerVolume is the container runtime volume: the first
+// docker_volume_size set (nodegroup, cluster, template; 0: none) and the
+// docker_volume_type label.
+func containerVolume(l Labels, sizes ...*int64) map[string]any {
+	var size int64
+	for _, s := range sizes {
+		if s != nil && *s > 0 {
+			size = *s
+			break
+		}
+	}
+	return map[string]any{"size": size, "type": l.String("docker_volume_type")}
+}
+
+// nodeGroupOverrides are a worker nodegroup's own variables: its boot
+// volume (boot_volume_size, boot_volume_type labels on the nodegroup,
+// the cluster's where unset) and container runtime volume (its
+// docker_volume_size), when the class declares them. A nodegroup label is
+// checked by the rules of the cluster label.
+func nodeGroupOverrides(l Labels, ng *objects.NodeGroup, declared map[string]bool) ([]namedValue, error) {
+	var out []namedValue
+	own := map[string]any{}
+	for _, name := range []string{"boot_volume_size", "boot_volume_type"} {
+		raw, ok := ng.Labels[name]
+		if !ok || raw == "" {
+			continue
+		}
+		i := slices.IndexFunc(DefaultLabelSchema(), func(s LabelSpec) bool { return s.Name == name })
+		v, err := DefaultLabelSchema()[i].parse(raw)
+		if err != nil {
+			return nil, invalid("Invalid value %q for label %s of nodegroup %s: %v.", raw, name, ng.Name, err)
+		}
+		own[name] = v
+	}
+	if len(own) > 0 {
+		size, _ := l.Int("boot_volume_size")
+		if n, ok := own["boot_volume_size"].(int64); ok {
+			size = n
+		}
+		typ := l.String("boot_volume_type")
+		if s, ok := own["boot_volume_type"].(string); ok {
+			typ = s
+		}
+		out = append(out, namedValue{"bootVolume", map[string]any{"size": size, "type": typ}})
+	}
+	if ng.DockerVolumeSize != nil && *ng.DockerVolumeSize > 0 && declared["containerVolume"] {
+		out = append(out, namedValue{"containerVolume", containerVolume(l, ng.DockerVolumeSize)})
+	}
+	return out, nil
 }

@@ -339,3 +339,83 @@ func TestLabelPairs(t *testing.T) {
 		}
 	}
 }
+
+// Volumes: etcd's and the container runtime's Cinder volumes, their file
+// systems and mounts; a nodegroup's own boot and runtime volumes.
+func TestVolumeLabelsRenderBlockDevicesAndMounts(t *testing.T) {
+	c, tmpl, ngs := defaultMagnumCluster()
+	c.Labels = map[string]string{"etcd_volume_size": "10", "etcd_volume_type": "ssd", "docker_volume_type": "fast"}
+	tmpl.DockerVolumeSize = ptr(int64(30))
+	r := renderPatchesFor(t, "v3", c, tmpl, ngs)
+	cpDevices := r["control-plane-volumes OpenStackMachineTemplate /spec/template/spec/additionalBlockDevices"]
+	want := []any{
+		map[string]any{"name": "etcd", "sizeGiB": float64(10), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "ssd"}}},
+		map[string]any{"name": "containerd", "sizeGiB": float64(30), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "fast"}}},
+	}
+	if !reflect.DeepEqual(cpDevices, want) {
+		t.Errorf("control plane devices %v", cpDevices)
+	}
+	if got := r["control-plane-volumes KubeadmControlPlaneTemplate /spec/template/spec/kubeadmConfigSpec/diskSetup"]; !reflect.DeepEqual(got, map[string]any{
+		"partitions": []any{
+			map[string]any{"device": "/dev/vdb", "layout": true, "overwrite": false, "tableType": "gpt"},
+			map[string]any{"device": "/dev/vdc", "layout": true, "overwrite": false, "tableType": "gpt"}},
+		"filesystems": []any{
+			map[string]any{"device": "/dev/vdb1", "filesystem": "ext4", "label": "etcd_disk", "overwrite": false},
+			map[string]any{"device": "/dev/vdc1", "filesystem": "ext4", "label": "containerd_disk", "overwrite": false}},
+	}) {
+		t.Errorf("diskSetup %v", got)
+	}
+	if got := r["control-plane-volumes KubeadmControlPlaneTemplate /spec/template/spec/kubeadmConfigSpec/mounts"]; !reflect.DeepEqual(got,
+		[]any{[]any{"LABEL=etcd_disk", "/var/lib/etcd"}, []any{"LABEL=containerd_disk", "/var/lib/containerd"}}) {
+		t.Errorf("mounts %v", got)
+	}
+	if cc := r[cpClusterCfg].(map[string]any); !reflect.DeepEqual(cc["etcd"], map[string]any{"local": map[string]any{"dataDir": "/var/lib/etcd/data"}}) {
+		t.Errorf("etcd %v", cc["etcd"])
+	}
+	if got := r["worker-volumes OpenStackMachineTemplate /spec/template/spec/additionalBlockDevices"]; !reflect.DeepEqual(got, want[1:]) {
+		t.Errorf("worker devices %v", got)
+	}
+	if got := r[workerServ]; !reflect.DeepEqual(got, []any{"systemctl daemon-reload", "systemctl restart containerd"}) {
+		t.Errorf("worker services %v", got)
+	}
+
+	// The container runtime volume alone is the control plane's /dev/vdb.
+	c.Labels = map[string]string{}
+	r = renderPatchesFor(t, "v3", c, tmpl, ngs)
+	if got := r["control-plane-volumes KubeadmControlPlaneTemplate /spec/template/spec/kubeadmConfigSpec/diskSetup"].(map[string]any); !reflect.DeepEqual(
+		got["filesystems"], []any{map[string]any{"device": "/dev/vdb1", "filesystem": "ext4", "label": "containerd_disk", "overwrite": false}}) {
+		t.Errorf("diskSetup %v", got)
+	}
+	if cc := r[cpClusterCfg].(map[string]any); cc["etcd"] != nil {
+		t.Errorf("etcd %v without an etcd volume", cc["etcd"])
+	}
+	// Neither: no patch.
+	tmpl.DockerVolumeSize = nil
+	r = renderPatchesFor(t, "v3", c, tmpl, ngs)
+	for k := range r {
+		if strings.Contains(k, "volumes") {
+			t.Errorf("%s rendered without volumes", k)
+		}
+	}
+}
+
+func TestNodeGroupVolumeOverrides(t *testing.T) {
+	l, _ := DefaultLabelSchema().Parse(map[string]string{"boot_volume_size": "20", "boot_volume_type": "std"})
+	ng := &objects.NodeGroup{Name: "big", Labels: map[string]string{"boot_volume_size": "100"}, DockerVolumeSize: ptr(int64(40))}
+	got, err := nodeGroupOverrides(l, ng, map[string]bool{"containerVolume": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []namedValue{{"bootVolume", map[string]any{"size": int64(100), "type": "std"}},
+		{"containerVolume", map[string]any{"size": int64(40), "type": ""}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%v", got)
+	}
+	if got, _ := nodeGroupOverrides(l, ng, map[string]bool{}); len(got) != 1 {
+		t.Errorf("a class without containerVolume: %v", got)
+	}
+	ng.Labels["boot_volume_type"] = "x; rm -rf /"
+	if _, err := nodeGroupOverrides(l, ng, nil); err == nil || !strings.Contains(err.Error(), "nodegroup big") {
+		t.Errorf("bad nodegroup label: %v", err)
+	}
+}

@@ -203,9 +203,34 @@ func renderCases() []renderCase {
 		{name: "boot_volume_type", labels: map[string]string{"boot_volume_size": "20", "boot_volume_type": "ssd"}, want: map[field]any{
 			{"ControlPlaneMachineTemplate", "spec.template.spec.rootVolume"}: map[string]any{"sizeGiB": int64(20), "type": "ssd"},
 			{"WorkerMachineTemplate", "spec.template.spec.rootVolume"}:       map[string]any{"sizeGiB": int64(20), "type": "ssd"}}},
-		// Accepted, and (today) rendered nowhere: the driver parses it
-		// but no variable carries it.
-		{name: "etcd_volume_size", labels: map[string]string{"etcd_volume_size": "10"}},
+		// Rendered by the classes with the options (magnum-v3 on); the
+		// older ones accept and ignore them (LabelWarnings reports that).
+		{name: "etcd_volume_size", labels: map[string]string{"etcd_volume_size": "10"}, patches: []string{"control-plane-volumes"},
+			options: map[field]any{
+				{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
+					map[string]any{"name": "etcd", "sizeGiB": int64(10), "storage": map[string]any{"type": "Volume"}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.diskSetup"}: map[string]any{
+					"partitions":  []any{map[string]any{"device": "/dev/vdb", "layout": true, "overwrite": false, "tableType": "gpt"}},
+					"filesystems": []any{map[string]any{"device": "/dev/vdb1", "filesystem": "ext4", "label": "etcd_disk", "overwrite": false}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}:                                  []any{[]any{"LABEL=etcd_disk", "/var/lib/etcd"}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.etcd.local.dataDir"}: "/var/lib/etcd/data",
+				{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}:                    absent}},
+		{name: "etcd and container volumes", labels: map[string]string{"etcd_volume_size": "10", "etcd_volume_type": "ssd",
+			"docker_volume_type": "fast"}, patches: []string{"worker-volumes"},
+			mutate: func(c *objects.Cluster, _ *objects.ClusterTemplate) { c.DockerVolumeSize = ptr(int64(30)) },
+			options: map[field]any{
+				{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
+					map[string]any{"name": "etcd", "sizeGiB": int64(10), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "ssd"}}},
+					map[string]any{"name": "containerd", "sizeGiB": int64(30), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "fast"}}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}: []any{[]any{"LABEL=etcd_disk", "/var/lib/etcd"},
+					[]any{"LABEL=containerd_disk", "/var/lib/containerd"}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.diskSetup.filesystems"}: []any{
+					map[string]any{"device": "/dev/vdb1", "filesystem": "ext4", "label": "etcd_disk", "overwrite": false},
+					map[string]any{"device": "/dev/vdc1", "filesystem": "ext4", "label": "containerd_disk", "overwrite": false}},
+				{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
+					map[string]any{"name": "containerd", "sizeGiB": int64(30), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "fast"}}}},
+				{"WorkerBootstrapTemplate", "spec.template.spec.mounts"}:             []any{[]any{"LABEL=containerd_disk", "/var/lib/containerd"}},
+				{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
 		{name: "fixed_subnet_cidr", labels: map[string]string{"fixed_subnet_cidr": "10.1.0.0/24"}, want: map[field]any{
 			{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.1.0.0/24", "dnsNameservers": []any{"8.8.8.8"}}}}},
 		{name: "calico_ipv4pool", labels: map[string]string{"calico_ipv4pool": "10.200.0.0/16"}, want: map[field]any{
@@ -387,9 +412,12 @@ func defaultOptionExpectations() map[field]any {
 		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}:    absent,
 		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
 			"/etc/kubernetes/webhooks/keystone-webhook.yaml", "server: https://127.0.0.1:8443/webhook"),
-		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: absent,
-		{"WorkerBootstrapTemplate", "spec.template.spec.files"}:              absent,
-		{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}:         absent,
+		{"WorkerBootstrapTemplate", "spec.template.spec.files"}:                      absent,
+		{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}:         absent,
+		{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: absent,
+		{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}:       absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}:                     absent,
 	}
 }
 
