@@ -36,6 +36,7 @@ type Config struct {
 	Kubernetes        KubernetesOpts        `group:"kubernetes"`
 	Drivers           DriversOpts           `group:"drivers"`
 	CAPIDriver        CAPIDriverOpts        `group:"capi_driver"`
+	Cinder            CinderOpts            `group:"cinder"`
 	SimulatedDriver   SimulatedDriverOpts   `group:"simulated_driver"`
 	Trust             TrustOpts             `group:"trust"`
 	KeystoneAuth      KeystoneAuthOpts      `group:"keystone_auth"`
@@ -259,6 +260,16 @@ type CAPIDriverOpts struct {
 	CloudCAFile         string            `ini:"cloud_ca_file" default:"" help:"PEM file of the CA that signs the OpenStack API endpoints, copied into each cluster's cloud-credentials Secret; empty uses the system CAs."`
 	AutoscalerImage     string            `ini:"autoscaler_image" default:"registry.k8s.io/autoscaling/cluster-autoscaler" help:"cluster-autoscaler image (without a tag) run in the management cluster for each cluster with autoscaled nodegroups; the tag is the cluster's autoscaler_tag label, else v<Kubernetes minor>.0. Point it at a local registry for air-gapped clouds."`
 	KeystoneTimeout     time.Duration     `ini:"keystone_timeout" unit:"s" default:"30" min:"1" help:"Seconds an HTTP request to Keystone may take when the driver creates, verifies or deletes a cluster's application credential."`
+}
+
+// CinderOpts is Magnum's [cinder] group: volume defaults of the Cluster API
+// driver's clusters (beneath [capi_driver] flavor_label_defaults and the
+// template's and cluster's labels).
+type CinderOpts struct {
+	DefaultDockerVolumeType string `ini:"default_docker_volume_type" default:"" help:"The default docker volume_type to use for volumes used for docker storage. To use the cinder volumes for docker storage, you need to select a default value. Otherwise, Magnum will select random one."`
+	DefaultEtcdVolumeType   string `ini:"default_etcd_volume_type" default:"" help:"The default etcd volume_type to use for volumes used for etcd storage. To use the cinder volumes for etcd storage, you need to select a default value. Otherwise, Magnum will select random one."`
+	DefaultBootVolumeType   string `ini:"default_boot_volume_type" default:"" help:"The default volume_type to use for boot volumes. To use the cinder volumes for boot volume, you need to select a default value. Otherwise, Magnum will select random one."`
+	DefaultBootVolumeSize   int    `ini:"default_boot_volume_size" default:"0" help:"The default volume size to use for boot volumes."`
 }
 
 // SimulatedDriverOpts is the [simulated_driver] group.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,12 +50,30 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		ProbeTimeout:        c.ProbeTimeout,
 		CacheSyncTimeout:    c.StartTimeout,
 		AutoscalerImage:     c.AutoscalerImage,
-		LabelDefaults:       c.FlavorLabelDefaults,
 		ManagementCIDRs:     c.ManagementCIDRs,
 		// Clusters without a floating IP for their API are refused unless
 		// the operator routes the management cluster to them.
 		ManagementNetworkRouted: c.ManagementRouted,
 	}
+}
+
+// labelDefaults are the site-wide label defaults: [cinder]'s volume
+// defaults, then [capi_driver] flavor_label_defaults over them.
+func labelDefaults(cinder config.CinderOpts, site map[string]string) map[string]string {
+	out := map[string]string{}
+	for label, v := range map[string]string{
+		"boot_volume_type": cinder.DefaultBootVolumeType, "etcd_volume_type": cinder.DefaultEtcdVolumeType,
+		"docker_volume_type": cinder.DefaultDockerVolumeType,
+	} {
+		if v != "" {
+			out[label] = v
+		}
+	}
+	if cinder.DefaultBootVolumeSize > 0 {
+		out["boot_volume_size"] = strconv.Itoa(cinder.DefaultBootVolumeSize)
+	}
+	maps.Copy(out, site)
+	return out
 }
 
 // keystoneOptions configures the application-credential issuer: the
@@ -142,6 +162,7 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string,
 		cloudCACert = string(b)
 	}
 	opts := capiOptions(c, cloudCACert)
+	opts.LabelDefaults = labelDefaults(cfg.Cinder, c.FlavorLabelDefaults)
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("[capi_driver]: %w", err)
 	}
