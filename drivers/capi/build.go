@@ -34,6 +34,10 @@ type spec struct {
 	// ManagementCIDRs are the management cluster's egress prefixes,
 	// added to a non-empty api_master_lb_allowed_cidrs.
 	ManagementCIDRs []string
+	// ServerGroups are the Nova server group ids of the control plane
+	// (key serverGroupControlPlane) and of each MachineDeployment (its
+	// name); none: machines in no server group.
+	ServerGroups map[string]string
 }
 
 func ownerLabels(c *objects.Cluster) map[string]string {
@@ -173,6 +177,10 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 			vars = append(vars, v)
 		}
 	}
+	if declared["controlPlaneServerGroup"] {
+		vars = append(vars, namedValue{"controlPlaneServerGroup", s.ServerGroups[serverGroupControlPlane]},
+			namedValue{"workerServerGroup", ""})
+	}
 	var cvars []clusterv1.ClusterVariable
 	for _, v := range vars {
 		cv, err := variable(v.name, v.v)
@@ -225,6 +233,9 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		overrides, err := nodeGroupOverrides(l, ng, declared)
 		if err != nil {
 			return nil, err
+		}
+		if id := s.ServerGroups[name]; id != "" && declared["workerServerGroup"] {
+			overrides = append(overrides, namedValue{"workerServerGroup", id})
 		}
 		for _, o := range append([]namedValue{
 			{"flavor", firstNonEmpty(ng.FlavorID)}, {"imageID", firstNonEmpty(ng.ImageID)},

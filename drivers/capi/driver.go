@@ -46,6 +46,11 @@ type Deps struct {
 	// volumes its cloud controller manager and CSI plugin created; nil
 	// disables it (NewForConfig sets cloudsweep's).
 	Sweeper CloudSweeper
+	// ServerGroups creates the Nova server groups of a cluster's machines
+	// (classes with server groups, magnum-v3 on); nil places machines in
+	// none (NewForConfig sets cloudsweep's). The sweep at delete removes
+	// them.
+	ServerGroups ServerGroupEnsurer
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -178,8 +183,9 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	sweeper := cloudsweep.New(cloudRequestTimeout)
 	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store,
-		Sweeper: cloudsweep.New(cloudRequestTimeout), Mapper: mapper}, log)
+		Sweeper: sweeper, ServerGroups: sweeper, Mapper: mapper}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -446,10 +452,14 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	if err := d.noteLabelWarnings(ctx, c, t, ao.classVersion, ann); err != nil {
 		return nil, err
 	}
+	sgs, err := d.ensureServerGroups(ctx, c, ngs, labels, r, ao.classVersion, ao.identityRef)
+	if err != nil {
+		return nil, err
+	}
 	want, err := desiredCluster(spec{
 		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
 		ClassVersion: ao.classVersion, Classes: d.classes, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
-		ManagementCIDRs: d.opts.ManagementCIDRs,
+		ManagementCIDRs: d.opts.ManagementCIDRs, ServerGroups: sgs,
 	})
 	if err != nil {
 		return nil, err
@@ -724,7 +734,8 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 	if err := d.deleteAutoscalerOf(ctx, c, ns); err != nil {
 		return err
 	}
-	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true})
+	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true,
+		ServerGroupPrefix: serverGroupPrefix(c)})
 	if err != nil {
 		return err
 	}

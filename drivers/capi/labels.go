@@ -83,6 +83,10 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "container_infra_prefix", Type: LabelString, Variable: "imageRepository", Help: "registry/prefix of kubeadm's images"},
 		{Name: "registry_mirrors", Type: LabelPairs, Variable: "registries", Help: "containerd mirrors: <registry>=<mirror URL>, or a URL mirroring docker.io"},
 		{Name: "insecure_registry", Type: LabelList, Variable: "registries", Help: "registries (host[:port]) reached over HTTP or without TLS verification"},
+		// Nova server groups of the control plane and of each nodegroup
+		// (a nodegroup label overrides it for the nodegroup; class magnum-v3).
+		{Name: "server_group_policies", Type: LabelEnum, Enum: []string{"soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"},
+			Default: "soft-anti-affinity", Variable: "controlPlaneServerGroup"},
 		// API server (class magnum-v3).
 		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Help: "extra subject alternative names of the API server certificate"},
 		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer"},

@@ -419,3 +419,21 @@ func TestNodeGroupVolumeOverrides(t *testing.T) {
 		t.Errorf("bad nodegroup label: %v", err)
 	}
 }
+
+func TestServerGroupPatches(t *testing.T) {
+	c, tmpl, ngs := defaultMagnumCluster()
+	cl, err := buildCluster(c, tmpl, ngs, "ns", renderClusterName, "v3",
+		map[string]string{serverGroupControlPlane: "5e4f0000-0000-4000-8000-000000000001", "default-worker": "5e4f0000-0000-4000-8000-000000000002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+	overrides, _, _ := unstructured.NestedSlice(mds[0].(map[string]any), "variables", "overrides")
+	if !reflect.DeepEqual(overrides, []any{map[string]any{"name": "workerServerGroup", "value": "5e4f0000-0000-4000-8000-000000000002"}}) {
+		t.Errorf("overrides %v", overrides)
+	}
+	r := renderPatchesFor(t, "v3", c, tmpl, ngs)
+	if _, ok := r["control-plane-server-group OpenStackMachineTemplate /spec/template/spec/serverGroup"]; ok {
+		t.Error("a server group without an id")
+	}
+}

@@ -77,13 +77,20 @@ func stopRealCAPI() {
 
 // buildCluster is the topology Cluster the driver builds for a Magnum
 // cluster: the one place these tests call the driver's builders.
-func buildCluster(c *objects.Cluster, tmpl *objects.ClusterTemplate, ngs []*objects.NodeGroup, ns, name, classVersion string) (*unstructured.Unstructured, error) {
+// serverGroups, when given, are the ids of the Nova server groups the
+// driver would have created (spec.ServerGroups).
+func buildCluster(c *objects.Cluster, tmpl *objects.ClusterTemplate, ngs []*objects.NodeGroup, ns, name, classVersion string,
+	serverGroups ...map[string]string) (*unstructured.Unstructured, error) {
 	labels, err := DefaultLabelSchema().Parse(mergedLabels(c, tmpl))
 	if err != nil {
 		return nil, err
 	}
-	cl, err := desiredCluster(spec{Cluster: c, Template: tmpl, NodeGroups: ngs, Labels: labels, Namespace: ns, Name: name,
-		ClassVersion: classVersion, IdentityRef: credentialSecretName(name)})
+	sp := spec{Cluster: c, Template: tmpl, NodeGroups: ngs, Labels: labels, Namespace: ns, Name: name,
+		ClassVersion: classVersion, IdentityRef: credentialSecretName(name)}
+	if len(serverGroups) > 0 {
+		sp.ServerGroups = serverGroups[0]
+	}
+	cl, err := desiredCluster(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +190,8 @@ type renderCase struct {
 	// (magnum-v3 on) renders beyond defaultOptionExpectations; older
 	// classes render none of it (their expectations are want's).
 	options map[field]any
+	// serverGroups: the server group ids the driver would have created.
+	serverGroups map[string]string
 }
 
 func renderCases() []renderCase {
@@ -343,6 +352,14 @@ func renderCases() []renderCase {
 					"pathType": "DirectoryOrCreate"}},
 			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
 				"/etc/kubernetes/audit-policy/apiserver-audit-policy.yaml", "kind: Policy")}},
+		// The driver creates the groups (TestServerGroupsCreatedWithTheClusterAndSwept);
+		// the class places the machines in them.
+		{name: "server groups", labels: map[string]string{"server_group_policies": "anti-affinity"},
+			patches:      []string{"control-plane-server-group", "worker-server-group"},
+			serverGroups: map[string]string{serverGroupControlPlane: "5e4f0000-0000-4000-8000-000000000001", "default-worker": "5e4f0000-0000-4000-8000-000000000002"},
+			options: map[field]any{
+				{"ControlPlaneMachineTemplate", "spec.template.spec.serverGroup"}: map[string]any{"id": "5e4f0000-0000-4000-8000-000000000001"},
+				{"WorkerMachineTemplate", "spec.template.spec.serverGroup"}:       map[string]any{"id": "5e4f0000-0000-4000-8000-000000000002"}}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
@@ -418,6 +435,8 @@ func defaultOptionExpectations() map[field]any {
 		{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: absent,
 		{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}:       absent,
 		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}:                     absent,
+		{"ControlPlaneMachineTemplate", "spec.template.spec.serverGroup"}:            absent,
+		{"WorkerMachineTemplate", "spec.template.spec.serverGroup"}:                  absent,
 	}
 }
 
@@ -530,7 +549,7 @@ func createRenderCase(ctx context.Context, s *apitest.Server, dyn dynamic.Interf
 	if rc.mutate != nil {
 		rc.mutate(c, tmpl)
 	}
-	cl, err := buildCluster(c, tmpl, ngs, ns, renderClusterName, version)
+	cl, err := buildCluster(c, tmpl, ngs, ns, renderClusterName, version, rc.serverGroups)
 	if err != nil {
 		return nil, "", err
 	}
