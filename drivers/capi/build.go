@@ -3,6 +3,7 @@ package capi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,9 @@ type spec struct {
 	// (key serverGroupControlPlane) and of each MachineDeployment (its
 	// name); none: machines in no server group.
 	ServerGroups map[string]string
+	// Capacity are the capacity annotations of autoscaled
+	// MachineDeployments, by name.
+	Capacity map[string]map[string]string
 }
 
 func ownerLabels(c *objects.Cluster) map[string]string {
@@ -219,6 +223,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 				clusterv1.AutoscalerMinSizeAnnotation: strconv.FormatInt(minN, 10),
 				clusterv1.AutoscalerMaxSizeAnnotation: strconv.FormatInt(maxN, 10),
 			}
+			maps.Copy(md.Metadata.Annotations, s.Capacity[name])
 		} else {
 			md.Replicas = ptr(int32(ng.NodeCount))
 		}

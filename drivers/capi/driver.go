@@ -51,6 +51,10 @@ type Deps struct {
 	// none (NewForConfig sets cloudsweep's). The sweep at delete removes
 	// them.
 	ServerGroups ServerGroupEnsurer
+	// Flavors reads the flavors of autoscaled nodegroups for their
+	// capacity annotations (scale from zero); nil: none (NewForConfig sets
+	// cloudsweep's).
+	Flavors FlavorLookup
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -60,6 +64,8 @@ type Driver struct {
 	opts Options
 	// classes are the ClusterClass bundles the driver applies.
 	classes classSet
+	// flavors caches the flavors of capacity annotations.
+	flavors flavorCache
 	deps    Deps
 	log     *slog.Logger
 	now     func() time.Time
@@ -185,7 +191,7 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	sweeper := cloudsweep.New(cloudRequestTimeout)
 	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds, Store: store,
-		Sweeper: sweeper, ServerGroups: sweeper, Mapper: mapper}, log)
+		Sweeper: sweeper, ServerGroups: sweeper, Flavors: sweeper, Mapper: mapper}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -460,6 +466,7 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
 		ClassVersion: ao.classVersion, Classes: d.classes, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
 		ManagementCIDRs: d.opts.ManagementCIDRs, ServerGroups: sgs,
+		Capacity: d.capacities(ctx, c, t, ngs, labels, r, ao.identityRef),
 	})
 	if err != nil {
 		return nil, err

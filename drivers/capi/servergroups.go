@@ -62,15 +62,7 @@ func (d *Driver) ensureServerGroups(ctx context.Context, c *objects.Cluster, ngs
 		groups = append(groups, g)
 		keys[g.Name] = mdNameFor(ng)
 	}
-	secrets, err := d.deps.Core.ListSecrets(ctx, r.Namespace, LabelClusterUUID+"="+deref(c.UUID)+","+LabelSecretKind+"=cloud-credentials")
-	if err != nil {
-		return nil, err
-	}
-	i := slices.IndexFunc(secrets, func(s corev1.Secret) bool { return s.Name == identityRef })
-	if i < 0 {
-		return nil, fmt.Errorf("capi: server groups: no cloud-credentials Secret %s/%s", r.Namespace, identityRef)
-	}
-	cloud, err := cloudOf(secrets[i])
+	cloud, err := d.clusterCloud(ctx, c, r, identityRef)
 	if err != nil {
 		return nil, fmt.Errorf("capi: server groups: %w", err)
 	}
@@ -83,4 +75,18 @@ func (d *Driver) ensureServerGroups(ctx context.Context, c *objects.Cluster, ngs
 		out[keys[name]] = id
 	}
 	return out, nil
+}
+
+// clusterCloud is the cloud of the cluster's cloud-credentials Secret
+// identityRef (the one its Cluster uses).
+func (d *Driver) clusterCloud(ctx context.Context, c *objects.Cluster, r ref, identityRef string) (cloudsweep.Cloud, error) {
+	secrets, err := d.deps.Core.ListSecrets(ctx, r.Namespace, LabelClusterUUID+"="+deref(c.UUID)+","+LabelSecretKind+"=cloud-credentials")
+	if err != nil {
+		return cloudsweep.Cloud{}, err
+	}
+	i := slices.IndexFunc(secrets, func(s corev1.Secret) bool { return s.Name == identityRef })
+	if i < 0 {
+		return cloudsweep.Cloud{}, fmt.Errorf("no cloud-credentials Secret %s/%s", r.Namespace, identityRef)
+	}
+	return cloudOf(secrets[i])
 }

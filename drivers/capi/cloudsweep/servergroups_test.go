@@ -41,3 +41,23 @@ func TestServerGroupsEnsuredThenSwept(t *testing.T) {
 		t.Errorf("left %v", left)
 	}
 }
+
+func TestFlavorByIDOrNameWithItsGPUs(t *testing.T) {
+	fake := cloudsweeptest.New(t)
+	fake.AddFlavor(cloudsweeptest.Flavor{ID: "f1", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 40})
+	fake.AddFlavor(cloudsweeptest.Flavor{ID: "f2", Name: "g1.xlarge", VCPUs: 16, RAM: 65536, Disk: 100, Ephemeral: 20,
+		ExtraSpecs: map[string]string{"pci_passthrough:alias": "a100:2, t4:1", "resources:VGPU": "1"}})
+	s := cloudsweep.New(0)
+	ctx := context.Background()
+	f, err := s.Flavor(ctx, cloudOf(fake), "m1.large")
+	if err != nil || f != (cloudsweep.Flavor{ID: "f1", Name: "m1.large", VCPUs: 4, RAMMiB: 8192, DiskGiB: 40}) {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	f, err = s.Flavor(ctx, cloudOf(fake), "f2")
+	if err != nil || f.GPUs != 4 || f.Ephemeral != 20 || f.Name != "g1.xlarge" {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	if _, err := s.Flavor(ctx, cloudOf(fake), "nope"); err == nil {
+		t.Fatal("an unknown flavor found")
+	}
+}

@@ -299,6 +299,13 @@ func (c *Cloud) serveCompute(w http.ResponseWriter, r *http.Request, path string
 		}
 		delete(c.sgs, id)
 		w.WriteHeader(http.StatusNoContent)
+	case path == "/flavors/detail" && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, f := range c.flavors {
+			out = append(out, map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
+				"OS-FLV-EXT-DATA:ephemeral": f.Ephemeral})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
 	case strings.HasPrefix(path, "/flavors/") && r.Method == http.MethodGet && strings.HasSuffix(path, "/os-extra_specs"):
 		f := c.flavors[strings.TrimSuffix(strings.TrimPrefix(path, "/flavors/"), "/os-extra_specs")]
 		if f == nil {
@@ -318,13 +325,6 @@ func (c *Cloud) serveCompute(w http.ResponseWriter, r *http.Request, path string
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"flavor": map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs,
 			"ram": f.RAM, "disk": f.Disk, "OS-FLV-EXT-DATA:ephemeral": f.Ephemeral}})
-	case path == "/flavors/detail" && r.Method == http.MethodGet:
-		out := []map[string]any{}
-		for _, f := range c.flavors {
-			out = append(out, map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
-				"OS-FLV-EXT-DATA:ephemeral": f.Ephemeral})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " /compute/v2.1" + path})
 	}
