@@ -181,6 +181,13 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 			vars = append(vars, v)
 		}
 	}
+	if declared["nodeLabels"] {
+		nv, err := nodeLabelVariables(l.List("node_labels"), l.List("node_taints"), "the cluster")
+		if err != nil {
+			return nil, err
+		}
+		vars = append(vars, nv...)
+	}
 	if declared["controlPlaneServerGroup"] {
 		vars = append(vars, namedValue{"controlPlaneServerGroup", s.ServerGroups[serverGroupControlPlane]},
 			namedValue{"workerServerGroup", ""})
@@ -238,6 +245,13 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		overrides, err := nodeGroupOverrides(l, ng, declared)
 		if err != nil {
 			return nil, err
+		}
+		if declared["nodeLabels"] {
+			nv, err := nodeGroupLabelVariables(ng)
+			if err != nil {
+				return nil, err
+			}
+			overrides = append(overrides, nv...)
 		}
 		if id := s.ServerGroups[name]; id != "" && declared["workerServerGroup"] {
 			overrides = append(overrides, namedValue{"workerServerGroup", id})

@@ -87,6 +87,9 @@ func DefaultLabelSchema() LabelSchema {
 		// (a nodegroup label overrides it for the nodegroup; class magnum-v3).
 		{Name: "server_group_policies", Type: LabelEnum, Enum: []string{"soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"},
 			Default: "soft-anti-affinity", Variable: "controlPlaneServerGroup"},
+		// Worker nodes' labels and taints (cluster or nodegroup; class magnum-v3).
+		{Name: "node_labels", Type: LabelPairs, Variable: "nodeLabels", Help: "key=value labels the kubelet sets on worker nodes"},
+		{Name: "node_taints", Type: LabelPairs, Variable: "nodeTaints", Help: "key[=value]:Effect taints of worker nodes"},
 		// API server (class magnum-v3).
 		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Help: "extra subject alternative names of the API server certificate"},
 		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer"},

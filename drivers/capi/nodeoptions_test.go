@@ -437,3 +437,36 @@ func TestServerGroupPatches(t *testing.T) {
 		t.Error("a server group without an id")
 	}
 }
+
+// Worker nodes' labels and taints: the cluster's, or a nodegroup's own.
+func TestNodeLabelsAndTaints(t *testing.T) {
+	c, tmpl, ngs := defaultMagnumCluster()
+	c.Labels = map[string]string{"node_labels": "tier=web,example.com/team=a", "node_taints": "dedicated=web:NoSchedule"}
+	r := renderPatchesFor(t, "v3", c, tmpl, ngs)
+	if got := r["worker-node-labels KubeadmConfigTemplate /spec/template/spec/joinConfiguration/nodeRegistration/kubeletExtraArgs/-"]; !reflect.DeepEqual(got,
+		map[string]any{"name": "node-labels", "value": "tier=web,example.com/team=a"}) {
+		t.Errorf("node labels %v", got)
+	}
+	if got := r["worker-node-taints KubeadmConfigTemplate /spec/template/spec/joinConfiguration/nodeRegistration/taints"]; !reflect.DeepEqual(got,
+		[]any{map[string]any{"key": "dedicated", "value": "web", "effect": "NoSchedule"}}) {
+		t.Errorf("node taints %v", got)
+	}
+	ngs[1].Labels = map[string]string{"node_taints": "gpu:NoExecute"}
+	got, err := nodeGroupLabelVariables(ngs[1])
+	if err != nil || !reflect.DeepEqual(got, []namedValue{{"nodeTaints", []any{map[string]any{"key": "gpu", "effect": "NoExecute"}}}}) {
+		t.Errorf("nodegroup: %v, %v", got, err)
+	}
+	for _, bad := range []map[string]string{
+		{"node_labels": "node-role.kubernetes.io/worker=x"}, {"node_labels": "novalue"}, {"node_taints": "a=b"},
+		{"node_taints": "a=b:Sometimes"}, {"node_labels": "a=" + strings.Repeat("x", 64)},
+	} {
+		c.Labels = bad
+		if _, err := buildCluster(c, tmpl, ngs, "ns", "n", "v3"); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	c.Labels = map[string]string{"node_labels": "node.kubernetes.io/pool=a"}
+	if _, err := buildCluster(c, tmpl, ngs, "ns", "n", "v3"); err != nil {
+		t.Errorf("node.kubernetes.io refused: %v", err)
+	}
+}

@@ -360,6 +360,14 @@ func renderCases() []renderCase {
 			options: map[field]any{
 				{"ControlPlaneMachineTemplate", "spec.template.spec.serverGroup"}: map[string]any{"id": "5e4f0000-0000-4000-8000-000000000001"},
 				{"WorkerMachineTemplate", "spec.template.spec.serverGroup"}:       map[string]any{"id": "5e4f0000-0000-4000-8000-000000000002"}}},
+		{name: "node labels and taints", labels: map[string]string{"node_labels": "tier=web", "node_taints": "dedicated=web:NoSchedule"},
+			patches: []string{"worker-node-labels", "worker-node-taints"}, options: map[field]any{
+				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs"}: []any{
+					map[string]any{"name": "cloud-provider", "value": "external"},
+					map[string]any{"name": "provider-id", "value": "openstack:///{{ instance_id }}"},
+					map[string]any{"name": "node-labels", "value": "tier=web"}},
+				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.taints"}: []any{
+					map[string]any{"key": "dedicated", "value": "web", "effect": "NoSchedule"}}}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
