@@ -259,7 +259,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		for _, o := range append([]namedValue{
 			{"flavor", firstNonEmpty(ng.FlavorID)}, {"imageID", firstNonEmpty(ng.ImageID)},
 		}, overrides...) {
-			if s, ok := o.v.(string); ok && s == "" {
+			if str, ok := o.v.(string); ok && str == "" {
 				continue
 			}
 			cv, err := variable(o.name, o.v)
