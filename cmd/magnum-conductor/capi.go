@@ -16,6 +16,7 @@ import (
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi"
+	"github.com/openstack/magnum-conductor/drivers/capi/addons"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
 	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
 )
@@ -54,6 +55,9 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		// Clusters without a floating IP for their API are refused unless
 		// the operator routes the management cluster to them.
 		ManagementNetworkRouted: c.ManagementRouted,
+		AddOns: capi.AddOnOptions{Enabled: c.AddonsEnabled, CacheDir: c.AddonChartCacheDir, Settings: addons.Settings{
+			Repos: c.AddonChartRepos, Charts: c.AddonChartNames, Versions: c.AddonChartVersions,
+			ImageRegistry: c.AddonImageRegistry, ExtraDir: c.ExtraAddonsDir, Builtin: nonNil(c.Addons)}},
 	}
 }
 
@@ -74,6 +78,14 @@ func labelDefaults(cinder config.CinderOpts, site map[string]string) map[string]
 	}
 	maps.Copy(out, site)
 	return out
+}
+
+// nonNil is l, or an empty list for none (the driver's nil means all).
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // keystoneOptions configures the application-credential issuer: the

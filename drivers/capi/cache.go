@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
@@ -153,14 +154,18 @@ func projectInfra(obj any) (any, error) {
 // stateCache is the set of shared informers the driver reads from.
 type stateCache struct {
 	clusters, deployments, machines, controlPlanes, infraClusters, infraMachines toolscache.SharedIndexInformer
-	cancel                                                                       context.CancelFunc
+	// crs and crsBindings (nil without add-ons) are the clusters'
+	// ClusterResourceSets and Cluster API's bindings of them (addons.go).
+	crs, crsBindings toolscache.SharedIndexInformer
+	cancel           context.CancelFunc
 }
 
 // newStateCache builds the informers: CAPI objects filtered by the magnum
 // cluster label (propagated through the topology metadata), CAPO objects by
 // the CAPI cluster-name label. onError hears about every list or watch
 // request of theirs that fails (the informers retry by themselves).
-func newStateCache(client dynamic.Interface, resync time.Duration, onError func(error)) (*stateCache, error) {
+// withAddOns adds the add-ons' ClusterResourceSets and their bindings.
+func newStateCache(client dynamic.Interface, resync time.Duration, onError func(error), withAddOns bool) (*stateCache, error) {
 	inf := func(gvr schema.GroupVersionResource, selector string) toolscache.SharedIndexInformer {
 		return newInformer(client, gvr, selector, resync, onError)
 	}
@@ -184,11 +189,24 @@ func newStateCache(client dynamic.Interface, resync time.Duration, onError func(
 		{c.infraClusters, projectInfra},
 		{c.infraMachines, projectInfra},
 	}
+	if withAddOns {
+		c.crs = inf(gvrCRS, LabelClusterUUID)
+		// Cluster API labels no binding: every one is watched (one per
+		// cluster with add-ons; they are small).
+		c.crsBindings = inf(gvrCRSBinding, "")
+		steps = append(steps, struct {
+			inf toolscache.SharedIndexInformer
+			tf  toolscache.TransformFunc
+		}{c.crs, typed(func() *addonsv1.ClusterResourceSet { return &addonsv1.ClusterResourceSet{} })}, struct {
+			inf toolscache.SharedIndexInformer
+			tf  toolscache.TransformFunc
+		}{c.crsBindings, typed(func() *addonsv1.ClusterResourceSetBinding { return &addonsv1.ClusterResourceSetBinding{} })})
+	}
 	for _, s := range steps {
 		if err := s.inf.SetTransform(s.tf); err != nil {
 			return nil, err
 		}
-		if s.inf != c.clusters {
+		if s.inf != c.clusters && s.inf != c.crs && s.inf != c.crsBindings {
 			if err := s.inf.AddIndexers(idx); err != nil {
 				return nil, err
 			}
@@ -258,7 +276,28 @@ func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, sele
 }
 
 func (c *stateCache) all() []toolscache.SharedIndexInformer {
-	return []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines}
+	all := []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines}
+	if c.crs != nil {
+		all = append(all, c.crs, c.crsBindings)
+	}
+	return all
+}
+
+// addOns returns the cached ClusterResourceSet of the Cluster ns/name and
+// Cluster API's binding of it (nil when absent).
+func (c *stateCache) addOns(ns, name string) (*addonsv1.ClusterResourceSet, *addonsv1.ClusterResourceSetBinding) {
+	if c.crs == nil {
+		return nil, nil
+	}
+	var crs *addonsv1.ClusterResourceSet
+	var b *addonsv1.ClusterResourceSetBinding
+	if o, ok, _ := c.crs.GetIndexer().GetByKey(ns + "/" + crsName(name)); ok {
+		crs, _ = o.(*addonsv1.ClusterResourceSet)
+	}
+	if o, ok, _ := c.crsBindings.GetIndexer().GetByKey(ns + "/" + name); ok {
+		b, _ = o.(*addonsv1.ClusterResourceSetBinding)
+	}
+	return crs, b
 }
 
 // start runs the informers until ctx ends or stop is called (cancel is

@@ -28,6 +28,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/drivers/capi/addons"
 	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep"
 )
 
@@ -93,6 +94,11 @@ type Driver struct {
 	// the informer cache (and other conductors) a little later.
 	deleteMu        sync.Mutex
 	deleteRequested map[string]time.Time
+
+	// charts caches the add-ons' Helm charts (nil without add-ons);
+	// addOnsWritten (under writtenMu) is noteAddOnsWritten's record.
+	charts        *addons.Charts
+	addOnsWritten map[string]int64
 }
 
 // deleteStart is when the current attempt to delete the Cluster r began:
@@ -215,7 +221,10 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 		now = time.Now
 	}
 	d := &Driver{opts: opts, classes: classes, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
-	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod, d.kickProbe)
+	if opts.AddOns.Enabled {
+		d.charts = addons.NewCharts(opts.AddOns.CacheDir, nil)
+	}
+	c, err := newStateCache(deps.Dynamic, opts.ResyncPeriod, d.kickProbe, opts.AddOns.Enabled)
 	if err != nil {
 		return nil, err
 	}
@@ -482,6 +491,9 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	}
 	d.noteWritten(r, applied.GetGeneration())
 	if err := d.reconcileAutoscaler(ctx, c, r, want, string(applied.GetUID()), labels); err != nil {
+		return nil, err
+	}
+	if err := d.reconcileAddOns(ctx, c, r, want, string(applied.GetUID()), labels); err != nil {
 		return nil, err
 	}
 	return want, nil
@@ -872,6 +884,7 @@ func (d *Driver) UpdateClusterStatus(ctx context.Context, c *objects.Cluster, ng
 	}
 
 	res := mapClusterStatus(c.Status, obs, ngs, now, createDeadline, deleteDeadline)
+	res = d.holdForAddOns(c.Status, r, res, now, createDeadline)
 	res = failedDuringSync(c.Status, res, failedNow)
 	if res.Gone && c.Status == objects.DeleteInProgress {
 		d.noteDeleteRequested(r, time.Time{})

@@ -53,7 +53,7 @@ func i64(v int64) *int64 { return &v }
 
 // DefaultLabelSchema returns the labels the driver understands by default.
 func DefaultLabelSchema() LabelSchema {
-	return LabelSchema{
+	return append(LabelSchema{
 		{Name: "kube_tag", Type: LabelVersion, Default: "v1.33.4", Help: "Kubernetes version"},
 		{Name: "availability_zone", Type: LabelString, Help: "Nova AZ of worker nodes"},
 		{Name: "control_plane_availability_zones", Type: LabelList, Help: "failure domains of the control plane"},
@@ -80,7 +80,7 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "http_proxy", Type: LabelString, Variable: "proxy", Help: "HTTP proxy of containerd and the kubelet"},
 		{Name: "https_proxy", Type: LabelString, Variable: "proxy", Help: "HTTPS proxy of containerd and the kubelet"},
 		{Name: "no_proxy", Type: LabelList, Variable: "proxy", Help: "hosts not proxied, beside the cluster's own networks"},
-		{Name: "container_infra_prefix", Type: LabelString, Variable: "imageRepository", Help: "registry/prefix of kubeadm's images"},
+		// container_infra_prefix (addOnLabelSpecs) is also kubeadm's imageRepository (v3).
 		{Name: "registry_mirrors", Type: LabelPairs, Variable: "registries", Help: "containerd mirrors: <registry>=<mirror URL>, or a URL mirroring docker.io"},
 		{Name: "insecure_registry", Type: LabelList, Variable: "registries", Help: "registries (host[:port]) reached over HTTP or without TLS verification"},
 		// Nova server groups of the control plane and of each nodegroup
@@ -106,7 +106,7 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "audit_log_maxage", Type: LabelInt, Default: "30", Min: i64(0), Max: i64(3650), Variable: "auditLog", Help: "days"},
 		{Name: "audit_log_maxbackup", Type: LabelInt, Default: "10", Min: i64(0), Max: i64(1000), Variable: "auditLog"},
 		{Name: "audit_log_maxsize", Type: LabelInt, Default: "100", Min: i64(0), Max: i64(100000), Variable: "auditLog", Help: "MiB"},
-	}
+	}, addOnLabelSpecs()...)
 }
 
 // withDefaults returns a copy of the schema with the given values as the

@@ -89,6 +89,8 @@ type Options struct {
 	// network), so clusters without a floating IP for their API are
 	// accepted; when false they are refused at create.
 	ManagementNetworkRouted bool
+	// AddOns configure the add-ons delivered to every cluster (addons.go).
+	AddOns AddOnOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -160,6 +162,9 @@ func (o Options) Validate() error {
 		if _, err := (LabelSpec{Type: LabelCIDR}).parse(p); err != nil {
 			errs = append(errs, fmt.Errorf("capi: management CIDR %q: %w", p, err))
 		}
+	}
+	if err := o.AddOns.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

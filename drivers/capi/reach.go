@@ -93,7 +93,7 @@ func (d *Driver) watchManagement(run context.Context) {
 // the lost mark; when the new caches do not sync within CacheSyncTimeout
 // the driver stays lost and the next probe tries again.
 func (d *Driver) recover(run context.Context) {
-	fresh, err := newStateCache(d.deps.Dynamic, d.opts.ResyncPeriod, d.kickProbe)
+	fresh, err := newStateCache(d.deps.Dynamic, d.opts.ResyncPeriod, d.kickProbe, d.opts.AddOns.Enabled)
 	if err != nil {
 		d.log.Error("rebuilding the Cluster API informer caches", "error", err)
 		return

@@ -368,6 +368,15 @@ func renderCases() []renderCase {
 					map[string]any{"name": "node-labels", "value": "tier=web"}},
 				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.taints"}: []any{
 					map[string]any{"key": "dedicated", "value": "web", "effect": "NoSchedule"}}}},
+		// The add-on labels change the add-ons (drivers/capi/addons'
+		// render tests), not the Cluster: accepted with all of them.
+		{name: "add-on labels", labels: map[string]string{"calico_tag": "v3.30.3", "cilium_tag": "v1.18.2",
+			"cilium_ipv4pool": "10.101.0.0/16", "cloud_provider_tag": "v1.34.1", "octavia_lb_algorithm": "LEAST_CONNECTIONS",
+			"octavia_lb_healthcheck": "false", "cinder_csi_enabled": "false", "cinder_csi_plugin_tag": "v1.34.1",
+			"manila_csi_enabled": "true", "manila_csi_plugin_tag": "v1.34.1", "metrics_server_enabled": "false",
+			"metrics_server_tag": "v0.8.0", "container_infra_prefix": "mirror.example/magnum"},
+			// container_infra_prefix is kubeadm's image repository too.
+			options: map[field]any{{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}: "mirror.example/magnum"}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},

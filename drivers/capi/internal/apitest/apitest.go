@@ -50,6 +50,8 @@ var capiCRDs = []string{
 	"core/config/crd/bases/cluster.x-k8s.io_machinedeployments.yaml",
 	"core/config/crd/bases/cluster.x-k8s.io_machinesets.yaml",
 	"core/config/crd/bases/cluster.x-k8s.io_machines.yaml",
+	"core/config/crd/bases/addons.cluster.x-k8s.io_clusterresourcesets.yaml",
+	"core/config/crd/bases/addons.cluster.x-k8s.io_clusterresourcesetbindings.yaml",
 	"controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml",
 	"controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanetemplates.yaml",
 	"bootstrap/kubeadm/config/crd/bases/bootstrap.cluster.x-k8s.io_kubeadmconfigtemplates.yaml",

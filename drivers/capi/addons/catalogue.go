@@ -1,0 +1,254 @@
+package addons
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The add-on names: keys of the per-add-on options and of Versions.
+const (
+	Calico        = "calico"
+	Cilium        = "cilium"
+	CloudProvider = "openstack-cloud-controller-manager"
+	CinderCSI     = "cinder-csi"
+	ManilaCSI     = "manila-csi"
+	MetricsServer = "metrics-server"
+)
+
+// Names lists the built-in add-ons, in the order they are applied.
+var Names = []string{Calico, Cilium, CloudProvider, CinderCSI, ManilaCSI, MetricsServer}
+
+// DefaultRepos are the upstream Helm repositories of the built-in add-ons.
+var DefaultRepos = map[string]string{
+	Calico:        "https://docs.tigera.io/calico/charts",
+	Cilium:        "https://helm.cilium.io",
+	CloudProvider: "https://kubernetes.github.io/cloud-provider-openstack",
+	CinderCSI:     "https://kubernetes.github.io/cloud-provider-openstack",
+	ManilaCSI:     "https://kubernetes.github.io/cloud-provider-openstack",
+	MetricsServer: "https://kubernetes-sigs.github.io/metrics-server",
+}
+
+// DefaultCharts are the chart names in those repositories.
+var DefaultCharts = map[string]string{
+	Calico:        "tigera-operator",
+	Cilium:        "cilium",
+	CloudProvider: "openstack-cloud-controller-manager",
+	CinderCSI:     "openstack-cinder-csi",
+	ManilaCSI:     "openstack-manila-csi",
+	MetricsServer: "metrics-server",
+}
+
+// Versions maps a Kubernetes minor ("1.33") to the chart version of each
+// add-on: the cloud-provider-openstack charts follow the Kubernetes minor
+// (2.<minor>.x supports 1.<minor>); the CNIs and metrics-server support a
+// range of minors. A minor missing here takes the newest row at or below
+// it, else the oldest row.
+var Versions = map[string]map[string]string{
+	"1.31": {Calico: "v3.29.5", Cilium: "1.17.8", CloudProvider: "2.31.3", CinderCSI: "2.31.3", ManilaCSI: "2.31.3", MetricsServer: "3.12.2"},
+	"1.32": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.32.0", CinderCSI: "2.32.0", ManilaCSI: "2.32.0", MetricsServer: "3.12.2"},
+	"1.33": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.33.1", CinderCSI: "2.33.1", ManilaCSI: "2.33.1", MetricsServer: "3.12.2"},
+	"1.34": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.34.0", CinderCSI: "2.34.0", ManilaCSI: "2.34.0", MetricsServer: "3.12.2"},
+}
+
+// versionFor is the table's chart version of addon for Kubernetes kube.
+func versionFor(addon, kube string) string {
+	maj, minor, ok := minorOf(kube)
+	if !ok {
+		return ""
+	}
+	rows := make([]int, 0, len(Versions))
+	for k := range Versions {
+		if _, m, ok := minorOf("v" + k + ".0"); ok {
+			rows = append(rows, m)
+		}
+	}
+	slices.Sort(rows)
+	pick := rows[0]
+	for _, m := range rows {
+		if m <= minor {
+			pick = m
+		}
+	}
+	return Versions[fmt.Sprintf("%d.%d", maj, pick)][addon]
+}
+
+func minorOf(v string) (int, int, bool) {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return maj, minor, err1 == nil && err2 == nil
+}
+
+// Settings are a site's add-on options.
+type Settings struct {
+	// Repos, Charts and Versions override, per add-on, the repository,
+	// the chart name and the chart version (for every Kubernetes minor).
+	Repos    map[string]string
+	Charts   map[string]string
+	Versions map[string]string
+	// ImageRegistry, when set, replaces the registry and path of every
+	// image of the built-in add-ons (an air-gapped mirror): image
+	// quay.io/cilium/cilium:v1.18.2 becomes <ImageRegistry>/cilium:v1.18.2,
+	// as Magnum's container_infra_prefix does.
+	ImageRegistry string
+	// ExtraDir holds an operator's own add-ons (see LoadExtra).
+	ExtraDir string
+	// Builtin lists the kinds of built-in add-ons delivered: "cni",
+	// "cloud-provider", "cinder-csi", "manila-csi", "metrics-server"
+	// (each still subject to its label); nil means all. A site that
+	// installs its CNI another way (an image, its own add-on) leaves it
+	// out.
+	Builtin []string
+}
+
+// Builtin kinds.
+var BuiltinKinds = []string{"cni", "cloud-provider", "cinder-csi", "manila-csi", "metrics-server"}
+
+func (s Settings) wants(kind string) bool {
+	return s.Builtin == nil || slices.Contains(s.Builtin, kind)
+}
+
+// Labels are the cluster's parsed labels (capi.Labels).
+type Labels interface {
+	String(name string) string
+	Bool(name string) (bool, bool)
+}
+
+// Cluster is what a cluster's add-ons are rendered from.
+type Cluster struct {
+	// Name is the Cluster API Cluster's name (--cluster-name of the cloud
+	// controller manager, --cluster of the CSI plugins: the names their
+	// load balancers and volumes carry).
+	Name        string
+	KubeVersion string
+	// PodCIDR is the Cluster's pod network.
+	PodCIDR string
+	Labels  Labels
+	// Credential is the cluster's application credential, for the
+	// cloud.conf of the cloud controller manager and the CSI plugins.
+	Credential Credential
+}
+
+// AddOn is one rendered add-on.
+type AddOn struct {
+	Name    string
+	Chart   ChartRef // zero for plain manifests
+	Objects []Object
+}
+
+func (s Settings) ref(addon, kube string) ChartRef {
+	r := ChartRef{Repo: DefaultRepos[addon], Chart: DefaultCharts[addon], Version: versionFor(addon, kube)}
+	if v := s.Repos[addon]; v != "" {
+		r.Repo = v
+	}
+	if v := s.Charts[addon]; v != "" {
+		r.Chart = v
+	}
+	if v := s.Versions[addon]; v != "" {
+		r.Version = v
+	}
+	return r
+}
+
+func enabled(l Labels, name string, def bool) bool {
+	if b, ok := l.Bool(name); ok {
+		return b
+	}
+	return def
+}
+
+// registry is where the add-ons' images come from: the cluster's
+// container_infra_prefix label, else the site's ImageRegistry ("" keeps
+// the charts' own).
+func (s Settings) registry(l Labels) string {
+	if p := l.String("container_infra_prefix"); p != "" {
+		return strings.TrimSuffix(p, "/")
+	}
+	return strings.TrimSuffix(s.ImageRegistry, "/")
+}
+
+// Render renders the add-ons of cl: the cloud-config Secret, the CNI its
+// network_driver label names, the cloud controller manager, the CSI
+// plugins and metrics-server as their labels enable them, then the
+// operator's own add-ons.
+func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddOn, error) {
+	l := cl.Labels
+	reg := s.registry(l)
+	var out []AddOn
+	out = append(out, AddOn{Name: "cloud-config", Objects: []Object{CloudConfigSecret(cl)}})
+
+	type planned struct {
+		kind   string
+		name   string
+		values map[string]any
+		ns     string
+		tag    string // a *_tag label: chart version (CNIs) or image tag
+	}
+	var plan []planned
+	switch nd := l.String("network_driver"); nd {
+	case "", Calico:
+		plan = append(plan, planned{kind: "cni", name: Calico, ns: "tigera-operator", values: calicoValues(cl, reg), tag: l.String("calico_tag")})
+	case Cilium:
+		plan = append(plan, planned{kind: "cni", name: Cilium, ns: "kube-system", values: ciliumValues(cl), tag: l.String("cilium_tag")})
+	default:
+		return nil, fmt.Errorf("addons: network_driver %q is not supported (calico or cilium)", nd)
+	}
+	plan = append(plan, planned{kind: "cloud-provider", name: CloudProvider, ns: "kube-system", values: cloudProviderValues(cl, l), tag: l.String("cloud_provider_tag")})
+	if enabled(l, "cinder_csi_enabled", true) {
+		plan = append(plan, planned{kind: "cinder-csi", name: CinderCSI, ns: "kube-system", values: cinderValues(cl), tag: l.String("cinder_csi_plugin_tag")})
+	}
+	if enabled(l, "manila_csi_enabled", false) {
+		plan = append(plan, planned{kind: "manila-csi", name: ManilaCSI, ns: "kube-system", values: map[string]any{}, tag: l.String("manila_csi_plugin_tag")})
+	}
+	if enabled(l, "metrics_server_enabled", true) {
+		plan = append(plan, planned{kind: "metrics-server", name: MetricsServer, ns: "kube-system", values: map[string]any{
+			"args": []any{"--kubelet-insecure-tls"}}, tag: l.String("metrics_server_tag")})
+	}
+	for _, p := range plan {
+		if !s.wants(p.kind) {
+			continue
+		}
+		ref := s.ref(p.name, cl.KubeVersion)
+		if p.tag != "" {
+			switch p.name {
+			case Calico, Cilium: // the chart's version is the CNI's
+				ref.Version = p.tag
+				if p.name == Cilium {
+					ref.Version = strings.TrimPrefix(p.tag, "v")
+				}
+			case CinderCSI:
+				setPath(p.values, p.tag, "csi", "plugin", "image", "tag")
+			case ManilaCSI:
+				setPath(p.values, p.tag, "csimanila", "image", "tag")
+			default:
+				setPath(p.values, p.tag, "image", "tag")
+			}
+		}
+		if ref.Version == "" {
+			return nil, fmt.Errorf("addons: %s: no chart version for Kubernetes %s", p.name, cl.KubeVersion)
+		}
+		ch, err := charts.Get(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := RenderChart(ch, p.values, Release{Name: p.name, Namespace: p.ns, KubeVersion: cl.KubeVersion})
+		if err != nil {
+			return nil, err
+		}
+		if reg != "" {
+			rewriteImages(objs, reg)
+		}
+		out = append(out, AddOn{Name: p.name, Chart: ref, Objects: objs})
+	}
+	extra, err := LoadExtra(ctx, charts, s.ExtraDir, cl)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, extra...), nil
+}
