@@ -239,6 +239,7 @@ func renderCases() []renderCase {
 				{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
 					map[string]any{"name": "containerd", "sizeGiB": int64(30), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "fast"}}}},
 				{"WorkerBootstrapTemplate", "spec.template.spec.mounts"}:             []any{[]any{"LABEL=containerd_disk", "/var/lib/containerd"}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"},
 				{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
 		{name: "fixed_subnet_cidr", labels: map[string]string{"fixed_subnet_cidr": "10.1.0.0/24"}, want: map[field]any{
 			{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.1.0.0/24", "dnsNameservers": []any{"8.8.8.8"}}}}},
@@ -314,7 +315,8 @@ func renderCases() []renderCase {
 			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
 				"/etc/containerd/certs.d/registry.local:5000/hosts.toml", `[host."http://registry.local:5000"]`,
 				"/etc/kubernetes/webhooks/keystone-webhook.yaml", "insecure-skip-tls-verify: true"),
-			{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
+			{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
 		{name: "api server", labels: map[string]string{"api_server_cert_sans": "api.example.com,192.0.2.7",
 			"api_server_tls_cipher_suites": "TLS_AES_128_GCM_SHA256", "admission_control_list": "NodeRestriction,AlwaysPullImages",
 			"keystone_auth_enabled": "false"}, options: map[field]any{
