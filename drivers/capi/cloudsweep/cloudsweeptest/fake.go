@@ -1,5 +1,6 @@
 // Package cloudsweeptest is a small OpenStack (Keystone application
-// credentials, Octavia, Neutron floating IPs, Cinder v3) served by
+// credentials, Octavia, Neutron floating IPs, Cinder v3, Nova server
+// groups and flavors) served by
 // httptest, for the tests of package cloudsweep and of the driver's
 // deletes. It keeps load balancers, floating IPs and volumes in memory and
 // records every request, and answers as the real services do where the
@@ -40,6 +41,20 @@ type Volume struct {
 	Metadata   map[string]string
 }
 
+// ServerGroup is a Nova server group.
+type ServerGroup struct {
+	ID, Name string
+	Policies []string
+}
+
+// Flavor is a Nova flavor.
+type Flavor struct {
+	ID, Name         string
+	VCPUs, RAM, Disk int // RAM in MiB, Disk in GiB
+	Ephemeral        int // GiB
+	ExtraSpecs       map[string]string
+}
+
 // Cloud is the fake. Its fields are guarded by its mutex: use the methods.
 type Cloud struct {
 	URL string
@@ -48,12 +63,16 @@ type Cloud struct {
 	lbs      map[string]*LoadBalancer
 	fips     map[string]*FloatingIP
 	vols     map[string]*Volume
+	sgs      map[string]*ServerGroup
+	flavors  map[string]*Flavor
+	nextID   int
 	requests []string
 }
 
 // New starts a fake cloud, stopped when t ends.
 func New(t testing.TB) *Cloud {
-	c := &Cloud{lbs: map[string]*LoadBalancer{}, fips: map[string]*FloatingIP{}, vols: map[string]*Volume{}}
+	c := &Cloud{lbs: map[string]*LoadBalancer{}, fips: map[string]*FloatingIP{}, vols: map[string]*Volume{},
+		sgs: map[string]*ServerGroup{}, flavors: map[string]*Flavor{}}
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
@@ -91,6 +110,32 @@ func (c *Cloud) SetVolumeStatus(id, status string) {
 	if v := c.vols[id]; v != nil {
 		v.Status = status
 	}
+}
+
+// AddServerGroup adds g.
+func (c *Cloud) AddServerGroup(g ServerGroup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sgs[g.ID] = &g
+}
+
+// ServerGroups lists the server groups, by id.
+func (c *Cloud) ServerGroups() []ServerGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ServerGroup
+	for _, g := range c.sgs {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// AddFlavor adds f.
+func (c *Cloud) AddFlavor(f Flavor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flavors[f.ID] = &f
 }
 
 // Left lists the ids of what is still there, sorted.
@@ -211,9 +256,87 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 			delete(c.vols, id)
 			w.WriteHeader(http.StatusAccepted)
 		}
+	case strings.HasPrefix(path, "/compute/v2.1/"):
+		c.serveCompute(w, r, strings.TrimPrefix(path, "/compute/v2.1"))
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " " + path})
 	}
+}
+
+func (c *Cloud) serveCompute(w http.ResponseWriter, r *http.Request, path string) {
+	switch {
+	case path == "/os-server-groups" && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, g := range c.sortedGroups() {
+			out = append(out, map[string]any{"id": g.ID, "name": g.Name, "policies": g.Policies, "members": []string{}})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"server_groups": out})
+	case path == "/os-server-groups" && r.Method == http.MethodPost:
+		var body struct {
+			ServerGroup struct {
+				Name     string   `json:"name"`
+				Policies []string `json:"policies"`
+			} `json:"server_group"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.ServerGroup.Name == "" || len(body.ServerGroup.Policies) != 1 {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"badRequest": map[string]any{"message": "invalid server group"}})
+			return
+		}
+		// The soft policies need microversion 2.15.
+		if strings.HasPrefix(body.ServerGroup.Policies[0], "soft-") && r.Header.Get("X-OpenStack-Nova-API-Version") < "2.15" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"badRequest": map[string]any{"message": "soft policies need 2.15"}})
+			return
+		}
+		c.nextID++
+		g := &ServerGroup{ID: fmt.Sprintf("5e4f0000-0000-4000-8000-%012d", c.nextID), Name: body.ServerGroup.Name, Policies: body.ServerGroup.Policies}
+		c.sgs[g.ID] = g
+		writeJSON(w, http.StatusOK, map[string]any{"server_group": map[string]any{"id": g.ID, "name": g.Name, "policies": g.Policies, "members": []string{}}})
+	case strings.HasPrefix(path, "/os-server-groups/") && r.Method == http.MethodDelete:
+		id := strings.TrimPrefix(path, "/os-server-groups/")
+		if c.sgs[id] == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "not found"}})
+			return
+		}
+		delete(c.sgs, id)
+		w.WriteHeader(http.StatusNoContent)
+	case path == "/flavors/detail" && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, f := range c.flavors {
+			out = append(out, map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
+				"OS-FLV-EXT-DATA:ephemeral": f.Ephemeral})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
+	case strings.HasPrefix(path, "/flavors/") && r.Method == http.MethodGet && strings.HasSuffix(path, "/os-extra_specs"):
+		f := c.flavors[strings.TrimSuffix(strings.TrimPrefix(path, "/flavors/"), "/os-extra_specs")]
+		if f == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "flavor not found"}})
+			return
+		}
+		specs := f.ExtraSpecs
+		if specs == nil {
+			specs = map[string]string{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"extra_specs": specs})
+	case strings.HasPrefix(path, "/flavors/") && r.Method == http.MethodGet:
+		f := c.flavors[strings.TrimPrefix(path, "/flavors/")]
+		if f == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "flavor not found"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavor": map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs,
+			"ram": f.RAM, "disk": f.Disk, "OS-FLV-EXT-DATA:ephemeral": f.Ephemeral}})
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " /compute/v2.1" + path})
+	}
+}
+
+func (c *Cloud) sortedGroups() []*ServerGroup {
+	var out []*ServerGroup
+	for _, g := range c.sgs {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 func (c *Cloud) sortedLBs() []*LoadBalancer {
@@ -289,6 +412,7 @@ func (c *Cloud) auth(w http.ResponseWriter, r *http.Request) {
 			endpoint("load-balancer", base+"/lb"),
 			endpoint("network", base+"/net"),
 			endpoint("block-storage", base+"/vol/v3/"+ProjectID),
+			endpoint("compute", base+"/compute/v2.1"),
 		},
 	}})
 }
