@@ -164,31 +164,7 @@ func (d *Driver) applyOwned(ctx context.Context, gvr schema.GroupVersionResource
 }
 
 // addOnParts serialises objs as YAML documents, in Secrets' worth.
-func addOnParts(objs []addons.Object) ([][]byte, error) {
-	var parts [][]byte
-	var cur []byte
-	for _, o := range objs {
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		if len(b) > maxAddOnSecret {
-			return nil, fmt.Errorf("%s %v is larger than a Secret can hold", o["kind"], o["metadata"].(map[string]any)["name"])
-		}
-		if len(cur)+len(b)+4 > maxAddOnSecret {
-			parts = append(parts, cur)
-			cur = nil
-		}
-		if len(cur) > 0 {
-			cur = append(cur, "---\n"...)
-		}
-		cur = append(cur, b...)
-	}
-	if len(cur) > 0 {
-		parts = append(parts, cur)
-	}
-	return parts, nil
-}
+func addOnParts(objs []addons.Object) ([][]byte, error) { return addons.Parts(objs, maxAddOnSecret) }
 
 // addOnCredential reads the application credential from the cluster's
 // identity Secret (name; "" is the first one's) for the cloud-config.
