@@ -82,7 +82,7 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	}
 	set, err := addons.Render(ctx, d.charts, d.opts.AddOns.Settings, addons.Cluster{
 		Name: r.Name, KubeVersion: applied.Spec.Topology.Version, PodCIDR: pods, Labels: l,
-		Credential: cred})
+		Credential: cred, ProjectID: deref(c.ProjectID)})
 	if err != nil {
 		return fmt.Errorf("capi: add-ons of %s: %w", r, err)
 	}
