@@ -76,13 +76,17 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	if err != nil {
 		return err
 	}
+	volumeTypes, defaultVolumeType, err := d.addOnVolumeTypes(ctx, cred, l)
+	if err != nil {
+		return err
+	}
 	var pods string
 	if b := applied.Spec.ClusterNetwork.Pods.CIDRBlocks; len(b) > 0 {
 		pods = b[0]
 	}
 	set, err := addons.Render(ctx, d.charts, d.opts.AddOns.Settings, addons.Cluster{
 		Name: r.Name, KubeVersion: applied.Spec.Topology.Version, PodCIDR: pods, Labels: l,
-		Credential: cred, ProjectID: deref(c.ProjectID)})
+		Credential: cred, ProjectID: deref(c.ProjectID), VolumeTypes: volumeTypes, DefaultVolumeType: defaultVolumeType})
 	if err != nil {
 		return fmt.Errorf("capi: add-ons of %s: %w", r, err)
 	}

@@ -133,6 +133,11 @@ type Cluster struct {
 	// Credential is the cluster's application credential, for the
 	// cloud.conf of the cloud controller manager and the CSI plugins.
 	Credential Credential
+	// VolumeTypes are the Cinder volume types the project sees (nil when
+	// not looked up: the chart's two classes only) and DefaultVolumeType
+	// the cloud's default one ("" for none).
+	VolumeTypes       []string
+	DefaultVolumeType string
 	// ProjectID is the cluster's OpenStack project (k8s-keystone-auth's
 	// policy lets its members in).
 	ProjectID string
@@ -246,6 +251,9 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		}
 		if reg != "" {
 			rewriteImages(objs, reg)
+		}
+		if p.name == CinderCSI {
+			objs = append(objs, volumeTypeClasses(cl)...)
 		}
 		out = append(out, AddOn{Name: p.name, Chart: ref, Objects: objs})
 	}
