@@ -76,7 +76,7 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	if err != nil {
 		return err
 	}
-	volumeTypes, defaultVolumeType, err := d.addOnVolumeTypes(ctx, cred, l)
+	storage, err := d.addOnStorageTypes(ctx, cred, l)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,8 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	}
 	set, err := addons.Render(ctx, d.charts, d.opts.AddOns.Settings, addons.Cluster{
 		Name: r.Name, KubeVersion: applied.Spec.Topology.Version, PodCIDR: pods, Labels: l,
-		Credential: cred, ProjectID: deref(c.ProjectID), VolumeTypes: volumeTypes, DefaultVolumeType: defaultVolumeType})
+		Credential: cred, ProjectID: deref(c.ProjectID), VolumeTypes: storage.Volume, DefaultVolumeType: storage.DefaultVolume,
+		ShareTypes: storage.Share})
 	if err != nil {
 		return fmt.Errorf("capi: add-ons of %s: %w", r, err)
 	}

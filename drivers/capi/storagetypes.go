@@ -18,29 +18,37 @@ type StorageTypeLister interface {
 
 var _ StorageTypeLister = (*cloudsweep.Sweeper)(nil)
 
-// addOnVolumeTypes looks up, with the cluster's application credential,
-// the Cinder volume types and the default one, when the Cinder CSI plugin
-// is delivered to the cluster (nil when it is not, or the cloud has no
-// Cinder). A failure fails the apply: a rendering without the types would
-// make the chart's class the default again.
-func (d *Driver) addOnVolumeTypes(ctx context.Context, cred addons.Credential, l Labels) ([]string, string, error) {
+// addOnStorageTypes looks up, with the cluster's application credential,
+// the Cinder volume types (when the Cinder CSI plugin is delivered to the
+// cluster) and the Manila share types (when the Manila CSI plugin is);
+// nothing is looked up when neither is. A failure fails the apply: a
+// rendering without the types would make the chart's class the default
+// again.
+func (d *Driver) addOnStorageTypes(ctx context.Context, cred addons.Credential, l Labels) (cloudsweep.StorageTypes, error) {
 	lister, ok := d.deps.Sweeper.(StorageTypeLister)
 	if !ok {
-		return nil, "", nil
+		return cloudsweep.StorageTypes{}, nil
 	}
-	if b := d.opts.AddOns.Settings.Builtin; b != nil && !slices.Contains(b, "cinder-csi") {
-		return nil, "", nil
+	delivered := func(kind, label string, def bool) bool {
+		if b := d.opts.AddOns.Settings.Builtin; b != nil && !slices.Contains(b, kind) {
+			return false
+		}
+		if on, set := l.Bool(label); set {
+			return on
+		}
+		return def
 	}
-	if on, set := l.Bool("cinder_csi_enabled"); set && !on {
-		return nil, "", nil
+	cinder, manila := delivered("cinder-csi", "cinder_csi_enabled", true), delivered("manila-csi", "manila_csi_enabled", false)
+	if !cinder && !manila {
+		return cloudsweep.StorageTypes{}, nil
 	}
 	st, err := lister.StorageTypes(ctx, cloudsweep.Cloud{AuthURL: cred.AuthURL, ApplicationCredentialID: cred.ID,
-		ApplicationCredentialSecret: cred.Secret, Region: cred.Region, Interface: cred.Interface, CACert: []byte(cred.CACert)}, false)
+		ApplicationCredentialSecret: cred.Secret, Region: cred.Region, Interface: cred.Interface, CACert: []byte(cred.CACert)}, manila)
 	if err != nil {
-		return nil, "", fmt.Errorf("capi: the cloud's volume types (for the StorageClasses): %w", err)
+		return cloudsweep.StorageTypes{}, fmt.Errorf("capi: the cloud's volume and share types (for the StorageClasses): %w", err)
 	}
-	if !st.HasCinder {
-		return nil, "", nil
+	if !cinder {
+		st.Volume, st.DefaultVolume = nil, ""
 	}
-	return st.Volume, st.DefaultVolume, nil
+	return st, nil
 }

@@ -138,6 +138,9 @@ type Cluster struct {
 	// the cloud's default one ("" for none).
 	VolumeTypes       []string
 	DefaultVolumeType string
+	// ShareTypes are the Manila share types the project sees (nil when
+	// not looked up).
+	ShareTypes []string
 	// ProjectID is the cluster's OpenStack project (k8s-keystone-auth's
 	// policy lets its members in).
 	ProjectID string
@@ -252,8 +255,11 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		if reg != "" {
 			rewriteImages(objs, reg)
 		}
-		if p.name == CinderCSI {
+		switch p.name {
+		case CinderCSI:
 			objs = append(objs, volumeTypeClasses(cl)...)
+		case ManilaCSI:
+			objs = append(objs, shareTypeClasses(cl)...)
 		}
 		out = append(out, AddOn{Name: p.name, Chart: ref, Objects: objs})
 	}

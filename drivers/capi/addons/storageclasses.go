@@ -72,3 +72,70 @@ func boolString(b bool) string {
 func defaultVolumeTypeKnown(cl Cluster) bool {
 	return cl.DefaultVolumeType != "" && VolumeTypeClass(cl.DefaultVolumeType) != "" && slices.Contains(cl.VolumeTypes, cl.DefaultVolumeType)
 }
+
+// One StorageClass per Manila share type (Cluster.ShareTypes, when the
+// Manila CSI plugin is delivered), manila-<type>, for the chart's NFS
+// protocol; the plugin authenticates with the cluster's application
+// credential from the Secret kube-system/manila-csi-credentials. None is
+// the default class (Cinder's is).
+const (
+	manilaProvisioner = "nfs.manila.csi.openstack.org"
+	manilaSecret      = "manila-csi-credentials"
+)
+
+// ShareTypeClass is the StorageClass name of a share type ("" when
+// nothing is left of it).
+func ShareTypeClass(shareType string) string {
+	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(shareType), "-"), "-")
+	if s == "" {
+		return ""
+	}
+	s = "manila-" + s
+	if len(s) > 253 {
+		s = strings.TrimRight(s[:253], "-")
+	}
+	return s
+}
+
+// shareTypeClasses are the credential Secret and the StorageClasses of
+// cl's share types; nothing when there are none.
+func shareTypeClasses(cl Cluster) []Object {
+	if len(cl.ShareTypes) == 0 {
+		return nil
+	}
+	c := cl.Credential
+	data := map[string]any{"os-authURL": c.AuthURL, "os-applicationCredentialID": c.ID, "os-applicationCredentialSecret": c.Secret}
+	if c.Region != "" {
+		data["os-region"] = c.Region
+	}
+	if c.Interface != "" {
+		data["os-endpointType"] = c.Interface
+	}
+	if c.CACert != "" {
+		data["os-certAuthority"] = c.CACert
+	}
+	out := []Object{{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": manilaSecret, "namespace": "kube-system"}, "stringData": data}}
+	seen := map[string]bool{}
+	for _, st := range cl.ShareTypes {
+		name := ShareTypeClass(st)
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		params := map[string]any{"type": st}
+		for _, k := range []string{"provisioner", "node-stage", "node-publish", "controller-expand"} {
+			params["csi.storage.k8s.io/"+k+"-secret-name"] = manilaSecret
+			params["csi.storage.k8s.io/"+k+"-secret-namespace"] = "kube-system"
+		}
+		out = append(out, Object{
+			"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata":             map[string]any{"name": name},
+			"provisioner":          manilaProvisioner,
+			"parameters":           params,
+			"reclaimPolicy":        "Delete",
+			"allowVolumeExpansion": true,
+		})
+	}
+	return out
+}

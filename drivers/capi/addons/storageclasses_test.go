@@ -72,3 +72,47 @@ func TestStorageClassPerVolumeType(t *testing.T) {
 		t.Error("a type name of no letters has a class")
 	}
 }
+
+// TestStorageClassPerShareType: with the real openstack-manila-csi chart,
+// one NFS StorageClass per share type, none default, whose secrets are the
+// cluster's credential in kube-system/manila-csi-credentials.
+func TestStorageClassPerShareType(t *testing.T) {
+	_, s := realRepo(t)
+	s.Builtin = []string{"manila-csi"}
+	s.Versions = map[string]string{ManilaCSI: "2.34.0"}
+	cl := testCluster(labels{"manila_csi_enabled": "true"})
+	cl.ShareTypes = []string{"default", "CephFS Gold"}
+	set, err := Render(context.Background(), NewCharts(t.TempDir(), nil), s, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := byName(t, set, ManilaCSI).Objects
+	sc := find(objs, "StorageClass", "manila-cephfs-gold")
+	if sc == nil || find(objs, "StorageClass", "manila-default") == nil {
+		t.Fatal("no StorageClass per share type")
+	}
+	p := sc["parameters"].(map[string]any)
+	if sc["provisioner"] != "nfs.manila.csi.openstack.org" || p["type"] != "CephFS Gold" ||
+		p["csi.storage.k8s.io/node-publish-secret-name"] != "manila-csi-credentials" || isDefaultClass(sc) == "true" {
+		t.Errorf("manila-cephfs-gold %v", sc)
+	}
+	sec := find(objs, "Secret", "manila-csi-credentials")
+	if sec == nil {
+		t.Fatal("no credential Secret")
+	}
+	data := sec["stringData"].(map[string]any)
+	if data["os-applicationCredentialID"] != "cred-id" || data["os-authURL"] != "https://keystone.example/v3" || data["os-certAuthority"] == nil {
+		t.Errorf("credential Secret %v", data)
+	}
+	if sec["metadata"].(map[string]any)["namespace"] != "kube-system" {
+		t.Errorf("credential Secret namespace %v", sec["metadata"])
+	}
+	cl.ShareTypes = nil
+	set, err = Render(context.Background(), NewCharts(t.TempDir(), nil), s, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if find(byName(t, set, ManilaCSI).Objects, "Secret", "manila-csi-credentials") != nil {
+		t.Error("a credential Secret without share types")
+	}
+}
