@@ -50,7 +50,8 @@ test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make
 # The packages whose tests run the conductor's code in process (the end-to-end
 # and interop tests start the built binaries, which the race detector does not
 # see into).
-RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/... ./service/...
+RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... ./drivers/... ./cmd/... ./service/... \
+	./internal/...
 
 # The tests against the real Cluster API controllers (TestRealCAPI*) are left
 # out: their time goes to the controllers' processes, which the race detector
@@ -59,7 +60,11 @@ RACEPKGS := ./api/... ./periodic/... ./conductor/... ./certmanager/... ./db/... 
 race: ## the in-process tests again under the race detector (CI runs it after `make test`)
 	$(GO) test -race $(GOTESTFLAGS) -skip '^TestRealCAPI' $(RACEPKGS)
 
-unit: ## only the tests that need no service
+# -short: the tests that need MariaDB or RabbitMQ skip (testkit.NeedsService,
+# called by dbtest and the broker helpers), and so do the ones that start the
+# test Kubernetes API server; the Python peers' tests run when they are
+# installed (pyrelease) and skip otherwise.
+unit: ## only the tests that need no service (no MariaDB, RabbitMQ or Kubernetes API server)
 	$(GO) test -short -count=1 $(PKGS)
 
 # The Cluster API driver's scale benchmark fills the test API server with

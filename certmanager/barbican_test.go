@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/certmanager/store/barbicantest"
@@ -98,7 +99,7 @@ func TestBarbicanBackendThroughManager(t *testing.T) {
 	}
 	f.Mu.Unlock()
 	c2 := &objects.Cluster{UUID: objects.Str("9b2c6f1e-3d4a-4b5c-8d6e-7f8091a2b3c4")}
-	if err := m.GenerateForCluster(ctx, c2); !errorsIs(err, "CertificatesToClusterFailed") || c2.CACertRef != nil {
+	if err := m.GenerateForCluster(ctx, c2); !errorsIs(err, exception.ClassCertificatesToClusterFailed) || c2.CACertRef != nil {
 		t.Fatalf("err = %v", err)
 	}
 	if s, n := f.Counts(); s != 0 || n != 0 {

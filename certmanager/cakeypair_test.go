@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/certmanager/store"
 )
@@ -66,7 +67,7 @@ func TestCAKeyPairErrors(t *testing.T) {
 		c2 := *c
 		c2.EtcdCACertRef = nil
 		_, _, err := m.CAKeyPair(context.Background(), &c2, "etcd")
-		if !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), "has no etcd CA certificate") {
+		if !isClass(err, exception.ClassCertificateStorageException) || !strings.Contains(err.Error(), "has no etcd CA certificate") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -78,7 +79,7 @@ func TestCAKeyPairErrors(t *testing.T) {
 		b.certs[ref] = sc
 		b.mu.Unlock()
 		_, _, err := m.CAKeyPair(context.Background(), c, "")
-		if !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), "cannot be decrypted") {
+		if !isClass(err, exception.ClassCertificateStorageException) || !strings.Contains(err.Error(), "cannot be decrypted") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -89,7 +90,7 @@ func TestCAKeyPairErrors(t *testing.T) {
 		b.certs[*c.EtcdCACertRef] = store.Cert{Certificate: etcd.Certificate, PrivateKey: proxy.PrivateKey, Passphrase: proxy.Passphrase}
 		b.mu.Unlock()
 		_, _, err := m.CAKeyPair(context.Background(), c, "etcd")
-		if !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), "does not match") {
+		if !isClass(err, exception.ClassCertificateStorageException) || !strings.Contains(err.Error(), "does not match") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -98,7 +99,7 @@ func TestCAKeyPairErrors(t *testing.T) {
 		b.failGets = true
 		b.mu.Unlock()
 		defer func() { b.mu.Lock(); b.failGets = false; b.mu.Unlock() }()
-		if _, _, err := m.CAKeyPair(context.Background(), c, "front_proxy"); !isClass(err, "CertificateStorageException") {
+		if _, _, err := m.CAKeyPair(context.Background(), c, "front_proxy"); !isClass(err, exception.ClassCertificateStorageException) {
 			t.Fatalf("got %v", err)
 		}
 	})

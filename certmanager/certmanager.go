@@ -221,7 +221,7 @@ func (m *Manager) GenerateForCluster(ctx context.Context, c *objects.Cluster) er
 	refs, err := m.generate(ctx, c)
 	if err != nil {
 		m.log.ErrorContext(ctx, "failed to generate certificates for cluster", logAttrs(ctx, c, "error", err)...)
-		e := exception.New("CertificatesToClusterFailed", map[string]any{"cluster_uuid": objects.Deref(c.UUID)})
+		e := exception.ClassCertificatesToClusterFailed.New(map[string]any{"cluster_uuid": objects.Deref(c.UUID)})
 		e.Cause = err
 		return e
 	}
@@ -343,7 +343,7 @@ func caRef(c *objects.Cluster, caCertType string) (ref, label string) {
 }
 
 func noCert(c *objects.Cluster, label string) error {
-	return exception.New("CertificateStorageException", map[string]any{
+	return exception.ClassCertificateStorageException.New(map[string]any{
 		"msg": fmt.Sprintf("cluster %s has no %s certificate", objects.Deref(c.UUID), label),
 	})
 }
@@ -381,7 +381,7 @@ func (m *Manager) SignCSR(ctx context.Context, c *objects.Cluster, csrPEM, caCer
 	}
 	if !m.opts.AllowSystemMastersCSR && pki.HasOrganization(csr, ClientOrganization) && !request.From(ctx).IsAdmin {
 		m.log.WarnContext(ctx, "refused CSR for O=system:masters from a non-admin caller", logAttrs(ctx, c)...)
-		return "", exception.WithMessage("NotAuthorized",
+		return "", exception.ClassNotAuthorized.WithMessage(
 			"Only an administrator may have a certificate signed for organization system:masters.", nil)
 	}
 	caPEM, caKey, err := m.loadCA(ctx, c, ref, label)
@@ -417,7 +417,7 @@ func (m *Manager) loadCA(ctx context.Context, c *objects.Cluster, ref, label str
 }
 
 func corrupt(c *objects.Cluster, label, what string, cause error) error {
-	e := exception.New("CertificateStorageException", map[string]any{
+	e := exception.ClassCertificateStorageException.New(map[string]any{
 		"msg": fmt.Sprintf("the %s of cluster %s is unusable: %s", label, objects.Deref(c.UUID), what),
 	})
 	e.Cause = cause

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/certmanager/pkcs8"
@@ -114,7 +115,7 @@ func TestGenerateForClusterFailureLeavesNothingStored(t *testing.T) {
 	}
 	c := testCluster("k8s-1")
 	err := m.GenerateForCluster(context.Background(), c)
-	if !isClass(err, "CertificatesToClusterFailed") || err.Error() != "Failed to create certificates for Cluster: "+*c.UUID {
+	if !isClass(err, exception.ClassCertificatesToClusterFailed) || err.Error() != "Failed to create certificates for Cluster: "+*c.UUID {
 		t.Fatalf("err = %v", err)
 	}
 	if !strings.Contains(errors.Unwrap(err).Error(), "barbican exploded") {
@@ -148,7 +149,7 @@ func TestGetCACertificateByType(t *testing.T) {
 		}
 	}
 	c.EtcdCACertRef = nil
-	if _, err := m.GetCACertificate(context.Background(), c, "etcd"); !isClass(err, "CertificateStorageException") {
+	if _, err := m.GetCACertificate(context.Background(), c, "etcd"); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("missing ref: %v", err)
 	}
 }
@@ -208,7 +209,7 @@ func TestSignCSRSystemMastersNeedsAdmin(t *testing.T) {
 			if tt.allowed && err != nil {
 				t.Fatal(err)
 			}
-			if !tt.allowed && (!isClass(err, "NotAuthorized") || !strings.Contains(err.Error(), "system:masters")) {
+			if !tt.allowed && (!isClass(err, exception.ClassNotAuthorized) || !strings.Contains(err.Error(), "system:masters")) {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -223,7 +224,7 @@ func TestSignCSRBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := makeCSR(t, pkix.Name{CommonName: "n"})
-	if _, err := m.SignCSR(ctx, c, "garbage", ""); !isClass(err, "InvalidCsr") {
+	if _, err := m.SignCSR(ctx, c, "garbage", ""); !isClass(err, exception.ClassInvalidCsr) {
 		t.Fatalf("garbage: %v", err)
 	}
 	// Corrupt stored key / wrong passphrase / broken certificate.
@@ -242,7 +243,7 @@ func TestSignCSRBadInput(t *testing.T) {
 			b.certs[*c.CACertRef] = mutate(orig)
 			b.mu.Unlock()
 			_, err := m.SignCSR(ctx, c, good, "")
-			if !isClass(err, "CertificateStorageException") {
+			if !isClass(err, exception.ClassCertificateStorageException) {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -251,11 +252,11 @@ func TestSignCSRBadInput(t *testing.T) {
 	b.certs[*c.CACertRef] = orig
 	b.mu.Unlock()
 	c2 := testCluster("x")
-	if _, err := m.SignCSR(ctx, c2, good, ""); !isClass(err, "CertificateStorageException") {
+	if _, err := m.SignCSR(ctx, c2, good, ""); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("cluster without CA: %v", err)
 	}
 	b.failGets = true
-	if _, err := m.SignCSR(ctx, c, good, ""); !isClass(err, "CertificateStorageException") {
+	if _, err := m.SignCSR(ctx, c, good, ""); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("backend down: %v", err)
 	}
 }

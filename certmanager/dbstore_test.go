@@ -79,7 +79,7 @@ func TestX509KeyPairBackendOnRealDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			other := request.With(context.Background(), &request.Context{ProjectID: "proj-b", UserID: "user-b"})
-			if _, err := m.GetCACertificate(other, c, ""); !errorsIs(err, "X509KeyPairNotFound") {
+			if _, err := m.GetCACertificate(other, c, ""); !errorsIs(err, exception.ClassX509KeyPairNotFound) {
 				t.Fatalf("other project read the CA: %v", err)
 			}
 			if _, err := m.GetCACertificate(context.Background(), c, "etcd"); err != nil {
@@ -96,4 +96,4 @@ func TestX509KeyPairBackendOnRealDatabase(t *testing.T) {
 	}
 }
 
-func errorsIs(err error, class string) bool { return errors.Is(err, exception.New(class, nil)) }
+func errorsIs(err error, class exception.Class) bool { return errors.Is(err, class.New(nil)) }

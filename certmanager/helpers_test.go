@@ -60,7 +60,7 @@ func (b *memBackend) Get(_ context.Context, ref, _ string) (*store.Cert, error) 
 	b.gets++
 	c, ok := b.certs[ref]
 	if !ok || b.failGets {
-		return nil, exception.New("CertificateStorageException", map[string]any{"msg": "no " + ref})
+		return nil, exception.ClassCertificateStorageException.New(map[string]any{"msg": "no " + ref})
 	}
 	return &c, nil
 }
@@ -69,10 +69,10 @@ func (b *memBackend) Delete(_ context.Context, ref, _ string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.failDel[ref] {
-		return exception.New("CertificateStorageException", map[string]any{"msg": "delete failed"})
+		return exception.ClassCertificateStorageException.New(map[string]any{"msg": "delete failed"})
 	}
 	if _, ok := b.certs[ref]; !ok {
-		return exception.New("CertificateStorageException", map[string]any{"msg": "no " + ref})
+		return exception.ClassCertificateStorageException.New(map[string]any{"msg": "no " + ref})
 	}
 	delete(b.certs, ref)
 	return nil
@@ -146,7 +146,7 @@ func parseCert(t testing.TB, s string) *x509.Certificate {
 	return c
 }
 
-func isClass(err error, class string) bool { return errors.Is(err, exception.New(class, nil)) }
+func isClass(err error, class exception.Class) bool { return errors.Is(err, class.New(nil)) }
 
 var (
 	csrKeyOnce sync.Once

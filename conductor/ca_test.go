@@ -121,7 +121,7 @@ func TestRotateCACertificateDriverFailureKeepsOldCerts(t *testing.T) {
 
 func TestRotateCACertificateGenerationFailureEndsUpdateFailed(t *testing.T) {
 	e := newEnv(t)
-	e.certs.failGen = exception.New("CertificatesToClusterFailed", map[string]any{"cluster_uuid": "c"})
+	e.certs.failGen = exception.ClassCertificatesToClusterFailed.New(map[string]any{"cluster_uuid": "c"})
 	c := e.seed(e.ct, objects.CreateComplete, 1)
 	_, err := e.h.RotateCACertificate(e.ctx, c)
 	wantClass(t, err, "CertificatesToClusterFailed", "")

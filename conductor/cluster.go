@@ -200,9 +200,8 @@ func defaultNodeGroup(c *objects.Cluster, ct *objects.ClusterTemplate, count int
 		}
 	}
 	ng.Name = "default-" + ng.Role
-	// Python sets node_count explicitly, so a 0 is stored as 0 rather than
-	// left unset (which the store would write as NULL and read back as 1).
-	objects.MarkChanged(ng, "node_count", "min_node_count")
+	// Python sets min_node_count explicitly, so its row holds 0, not NULL.
+	objects.MarkChanged(ng, "min_node_count")
 	return ng
 }
 
@@ -715,5 +714,5 @@ func contains(list []string, s string) bool {
 // isNotSupported reports whether err is Magnum's NotSupported (or a
 // subclass).
 func isNotSupported(err error) bool {
-	return errors.Is(err, exception.New("NotSupported", nil))
+	return errors.Is(err, exception.ClassNotSupported.New(nil))
 }

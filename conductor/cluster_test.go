@@ -114,7 +114,7 @@ func TestClusterCreateDuplicateNodegroupEndsCreateFailed(t *testing.T) {
 
 func TestClusterCreateCertificateFailureEndsCreateFailed(t *testing.T) {
 	e := newEnv(t)
-	e.certs.failGen = exception.New("CertificatesToClusterFailed", map[string]any{"cluster_uuid": "x"})
+	e.certs.failGen = exception.ClassCertificatesToClusterFailed.New(map[string]any{"cluster_uuid": "x"})
 	c := e.newCluster(e.ct)
 	_, err := e.h.ClusterCreate(e.ctx, c, 1, 1, nil)
 	wantClass(t, err, "CertificatesToClusterFailed", "Failed to create certificates for Cluster: x")
@@ -311,7 +311,7 @@ func TestClusterUpdateConcurrentOnlyOneWins(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case errors.Is(err, exception.New("NotSupported", nil)):
+		case errors.Is(err, exception.ClassNotSupported.New(nil)):
 			refused++
 		default:
 			t.Errorf("unexpected error %v", err)

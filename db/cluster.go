@@ -83,7 +83,7 @@ func (s *Store) CreateCluster(ctx context.Context, c *objects.Cluster) error {
 	err := s.retry(ctx, "create cluster", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("ClusterAlreadyExists", map[string]any{"uuid": *c.UUID})
+			return exception.ClassClusterAlreadyExists.New(map[string]any{"uuid": *c.UUID})
 		}
 		return err
 	}

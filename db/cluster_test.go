@@ -17,6 +17,9 @@ func TestClusterCreateGetDefaults(t *testing.T) {
 		ctx := adminCtx()
 		c := cluster("c1", "p1", objects.CreateInProgress)
 		c.Labels = map[string]string{"k": "v"}
+		// Unset, as in a primitive that leaves it out: false written in Go
+		// would be stored as false.
+		objects.Unset(c, "floating_ip_enabled")
 		must(t, s.CreateCluster(ctx, c))
 		if c.ID == 0 || c.UUID == nil || len(*c.UUID) != 36 {
 			t.Fatalf("create did not fill id/uuid: %d %v", c.ID, c.UUID)
@@ -45,14 +48,14 @@ func TestClusterCreateGetDefaults(t *testing.T) {
 		}
 		dup := cluster("c1b", "p1", objects.CreateInProgress)
 		dup.UUID = c.UUID
-		e := wantExc(t, s.CreateCluster(ctx, dup), "ClusterAlreadyExists")
+		e := wantExc(t, s.CreateCluster(ctx, dup), exception.ClassClusterAlreadyExists)
 		if e.Message != "A cluster with UUID "+*c.UUID+" already exists." {
 			t.Fatalf("message %q", e.Message)
 		}
 		_, err := s.GetClusterByUUID(ctx, "00000000-0000-0000-0000-000000000000")
-		wantExc(t, err, "ClusterNotFound")
+		wantExc(t, err, exception.ClassClusterNotFound)
 		_, err = s.GetClusterByID(ctx, 999999)
-		wantExc(t, err, "ClusterNotFound")
+		wantExc(t, err, exception.ClassClusterNotFound)
 	})
 }
 
@@ -62,7 +65,7 @@ func TestClusterByNameConflict(t *testing.T) {
 		must(t, s.CreateCluster(ctx, cluster("same", "p1", objects.CreateComplete)))
 		must(t, s.CreateCluster(ctx, cluster("same", "p2", objects.CreateComplete)))
 		_, err := s.GetClusterByName(ctx, "same")
-		e := wantExc(t, err, "Conflict")
+		e := wantExc(t, err, exception.ClassConflict)
 		if e.Message != "Multiple clusters exist with same name. Please use the cluster uuid instead." {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -73,7 +76,7 @@ func TestClusterByNameConflict(t *testing.T) {
 			t.Fatalf("got project %v", objects.Deref(got.ProjectID))
 		}
 		_, err = s.GetClusterByName(ctx, "missing")
-		e = wantExc(t, err, "ClusterNotFound")
+		e = wantExc(t, err, exception.ClassClusterNotFound)
 		if e.Message != "Cluster missing could not be found." {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -113,7 +116,7 @@ func TestClusterTenantFilter(t *testing.T) {
 			})
 		}
 		_, err := s.GetClusterByUUID(projectCtx("p1"), *b.UUID)
-		wantExc(t, err, "ClusterNotFound")
+		wantExc(t, err, exception.ClassClusterNotFound)
 	})
 }
 
@@ -221,7 +224,7 @@ func TestClusterPagination(t *testing.T) {
 			}
 		}
 		_, err = s.ListClusters(ctx, db.ListOpts{SortKey: "bogus"}, db.ClusterFilters{})
-		e := wantExc(t, err, "InvalidParameterValue")
+		e := wantExc(t, err, exception.ClassInvalidParameterValue)
 		if e.Message != `The sort_key value "bogus" is an invalid field for sorting` {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -230,7 +233,7 @@ func TestClusterPagination(t *testing.T) {
 			t.Fatalf("bad sort dir: %v", err)
 		}
 		_, err = s.ListClusters(ctx, db.ListOpts{Marker: "00000000-0000-0000-0000-000000000000"}, db.ClusterFilters{})
-		wantExc(t, err, "ClusterNotFound")
+		wantExc(t, err, exception.ClassClusterNotFound)
 	})
 }
 
@@ -260,16 +263,16 @@ func TestClusterSaveWritesOnlyChanges(t *testing.T) {
 		}
 		// The uuid cannot change.
 		got.UUID = objects.Str("11111111-1111-1111-1111-111111111111")
-		e := wantExc(t, s.SaveCluster(ctx, got), "InvalidParameterValue")
+		e := wantExc(t, s.SaveCluster(ctx, got), exception.ClassInvalidParameterValue)
 		if e.Message != "Cannot overwrite UUID for an existing Cluster." {
 			t.Fatalf("message %q", e.Message)
 		}
 		// Saving a destroyed cluster is ClusterNotFound.
 		must(t, s.DestroyCluster(ctx, *c.UUID))
 		a.Status = objects.CreateFailed
-		wantExc(t, s.SaveCluster(ctx, a), "ClusterNotFound")
-		wantExc(t, s.DestroyCluster(ctx, *c.UUID), "ClusterNotFound")
-		wantExc(t, s.DestroyCluster(ctx, "not-a-uuid"), "InvalidIdentity")
+		wantExc(t, s.SaveCluster(ctx, a), exception.ClassClusterNotFound)
+		wantExc(t, s.DestroyCluster(ctx, *c.UUID), exception.ClassClusterNotFound)
+		wantExc(t, s.DestroyCluster(ctx, "not-a-uuid"), exception.ClassInvalidIdentity)
 	})
 }
 
@@ -327,6 +330,6 @@ func TestClusterSaveIfStatusSerializesConductors(t *testing.T) {
 		}
 		// Gone → ClusterNotFound, not ErrStatusChanged.
 		must(t, s.DestroyCluster(ctx, *c.UUID))
-		wantExc(t, s.SaveClusterIfStatus(ctx, again, allowed), "ClusterNotFound")
+		wantExc(t, s.SaveClusterIfStatus(ctx, again, allowed), exception.ClassClusterNotFound)
 	})
 }

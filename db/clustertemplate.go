@@ -73,7 +73,7 @@ func (s *Store) CreateClusterTemplate(ctx context.Context, t *objects.ClusterTem
 	err := s.retry(ctx, "create cluster template", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("ClusterTemplateAlreadyExists", map[string]any{"uuid": *t.UUID})
+			return exception.ClassClusterTemplateAlreadyExists.New(map[string]any{"uuid": *t.UUID})
 		}
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *Store) SaveClusterTemplate(ctx context.Context, t *objects.ClusterTempl
 				return err
 			}
 			if ref && !isPublishing(t, valueCols) && !slices.Equal(valueCols, []string{"name"}) {
-				return exception.New("ClusterTemplateReferenced", map[string]any{"clustertemplate": u})
+				return exception.ClassClusterTemplateReferenced.New(map[string]any{"clustertemplate": u})
 			}
 			w := &where{}
 			w.add(s.q("id")+" = ?", ids[0])
@@ -261,7 +261,7 @@ func (s *Store) DestroyClusterTemplate(ctx context.Context, ident string) error 
 				return err
 			}
 			if ref {
-				return exception.New("ClusterTemplateReferenced", map[string]any{"clustertemplate": ident})
+				return exception.ClassClusterTemplateReferenced.New(map[string]any{"clustertemplate": ident})
 			}
 			return w.apply(tx).Delete(&clusterTemplateRow{}).Error
 		})

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 )
@@ -19,6 +20,7 @@ func TestClusterTemplateCreateDefaults(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *db.Store) {
 		ctx := adminCtx()
 		ct := template("t", "p1", false, false)
+		objects.Unset(ct, "floating_ip_enabled") // false written in Go would be stored as false
 		must(t, s.CreateClusterTemplate(ctx, ct))
 		if ct.ID == 0 || ct.UUID == nil || !ct.FloatingIPEnabled || ct.Public || ct.TLSDisabled {
 			t.Fatalf("defaults: %+v", ct)
@@ -28,7 +30,7 @@ func TestClusterTemplateCreateDefaults(t *testing.T) {
 		}
 		dup := template("t2", "p1", false, false)
 		dup.UUID = ct.UUID
-		wantExc(t, s.CreateClusterTemplate(ctx, dup), "ClusterTemplateAlreadyExists")
+		wantExc(t, s.CreateClusterTemplate(ctx, dup), exception.ClassClusterTemplateAlreadyExists)
 		for _, get := range []func() (*objects.ClusterTemplate, error){
 			func() (*objects.ClusterTemplate, error) { return s.GetClusterTemplateByID(ctx, ct.ID) },
 			func() (*objects.ClusterTemplate, error) { return s.GetClusterTemplateByUUID(ctx, *ct.UUID) },
@@ -89,13 +91,13 @@ func TestClusterTemplatePublicUnion(t *testing.T) {
 			}
 		}
 		_, err := s.GetClusterTemplateByName(projectCtx("p1"), "other")
-		e := wantExc(t, err, "ClusterTemplateNotFound")
+		e := wantExc(t, err, exception.ClassClusterTemplateNotFound)
 		if e.Message != "ClusterTemplate other could not be found." {
 			t.Fatalf("message %q", e.Message)
 		}
 		must(t, s.CreateClusterTemplate(ctx, template("pub", "p3", true, false)))
 		_, err = s.GetClusterTemplateByName(projectCtx("p1"), "pub")
-		e = wantExc(t, err, "Conflict")
+		e = wantExc(t, err, exception.ClassConflict)
 		if e.Message != "Multiple ClusterTemplates exist with same name. Please use the ClusterTemplate uuid instead." {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -140,7 +142,7 @@ func TestClusterTemplateReferencedRules(t *testing.T) {
 					must(t, err)
 					return
 				}
-				e := wantExc(t, err, "ClusterTemplateReferenced")
+				e := wantExc(t, err, exception.ClassClusterTemplateReferenced)
 				if e.Message != "ClusterTemplate "+*ct.UUID+" is referenced by one or multiple clusters." {
 					t.Fatalf("message %q", e.Message)
 				}
@@ -151,13 +153,13 @@ func TestClusterTemplateReferencedRules(t *testing.T) {
 			objects.Deref(got.ImageID) != "img" {
 			t.Fatalf("after saves: %+v", got)
 		}
-		wantExc(t, s.DestroyClusterTemplate(ctx, *ct.UUID), "ClusterTemplateReferenced")
+		wantExc(t, s.DestroyClusterTemplate(ctx, *ct.UUID), exception.ClassClusterTemplateReferenced)
 		must(t, s.DestroyCluster(ctx, *c.UUID))
 		got.ImageID = objects.Str("free now")
 		must(t, s.SaveClusterTemplate(ctx, got))
 		got.UUID = objects.Str("22222222-2222-2222-2222-222222222222")
-		wantExc(t, s.SaveClusterTemplate(ctx, got), "InvalidParameterValue")
+		wantExc(t, s.SaveClusterTemplate(ctx, got), exception.ClassInvalidParameterValue)
 		must(t, s.DestroyClusterTemplate(ctx, *ct.UUID))
-		wantExc(t, s.DestroyClusterTemplate(ctx, *ct.UUID), "ClusterTemplateNotFound")
+		wantExc(t, s.DestroyClusterTemplate(ctx, *ct.UUID), exception.ClassClusterTemplateNotFound)
 	})
 }

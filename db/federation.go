@@ -22,7 +22,7 @@ type FederationFilters struct {
 }
 
 func federationNotFound(ident any) error {
-	return exception.New("FederationNotFound", map[string]any{"federation": ident})
+	return exception.ClassFederationNotFound.New(map[string]any{"federation": ident})
 }
 
 func federationPage() page {
@@ -65,7 +65,7 @@ func (s *Store) CreateFederation(ctx context.Context, f *objects.Federation) err
 	err := s.retry(ctx, "create federation", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("FederationAlreadyExists", map[string]any{"uuid": *f.UUID})
+			return exception.ClassFederationAlreadyExists.New(map[string]any{"uuid": *f.UUID})
 		}
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 )
@@ -74,7 +75,7 @@ func TestSaveClusterIfLosesToAConcurrentChange(t *testing.T) {
 			t.Fatalf("status not allowed: %v", err)
 		}
 		must(t, s.DestroyCluster(ctx, *c.UUID))
-		wantExc(t, s.SaveClusterIf(ctx, mine, db.ClusterCond{Read: read, Fields: []string{"stack_id"}}), "ClusterNotFound")
+		wantExc(t, s.SaveClusterIf(ctx, mine, db.ClusterCond{Read: read, Fields: []string{"stack_id"}}), exception.ClassClusterNotFound)
 		if err := s.SaveClusterIf(ctx, mine, db.ClusterCond{Read: read, Fields: []string{"labels"}}); err == nil ||
 			errors.Is(err, db.ErrStatusChanged) {
 			t.Fatalf("a JSON column cannot guard: %v", err)
@@ -127,7 +128,7 @@ func TestSaveNodeGroupIfLosesToAConcurrentResize(t *testing.T) {
 		must(t, s.SaveNodeGroupIf(ctx, mine, db.NodeGroupCond{Read: null, Fields: db.NodeGroupGuardFields()}))
 		must(t, s.DestroyNodeGroupIf(ctx, *c.UUID, ng.UUID, db.NodeGroupCond{Status: []string{objects.UpdateComplete}}))
 		wantExc(t, s.DestroyNodeGroupIf(ctx, *c.UUID, ng.UUID, db.NodeGroupCond{Status: []string{objects.UpdateComplete}}),
-			"NodeGroupNotFound")
+			exception.ClassNodeGroupNotFound)
 	})
 }
 
@@ -176,7 +177,7 @@ func TestInTxCommitsOrRollsBackTogether(t *testing.T) {
 			_, err := s.LockCluster(ctx, "00000000-0000-0000-0000-000000000000")
 			return err
 		})
-		wantExc(t, err, "ClusterNotFound")
+		wantExc(t, err, exception.ClassClusterNotFound)
 	})
 }
 

@@ -50,13 +50,13 @@ func userCtx(user string) context.Context {
 }
 
 // wantExc fails unless err is the Magnum exception class.
-func wantExc(t *testing.T, err error, class string) *exception.Error {
+func wantExc(t *testing.T, err error, class exception.Class) *exception.Error {
 	t.Helper()
 	var e *exception.Error
-	if !errors.As(err, &e) || e.Class != class {
+	if !errors.As(err, &e) || e.Class != class.String() {
 		t.Fatalf("error = %v (%T), want %s", err, err, class)
 	}
-	if !errors.Is(err, exception.New(class, nil)) {
+	if !errors.Is(err, class.New(nil)) {
 		t.Fatalf("errors.Is(%v, %s) is false", err, class)
 	}
 	return e

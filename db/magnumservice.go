@@ -11,7 +11,7 @@ import (
 )
 
 func serviceNotFound(id any) error {
-	return exception.New("MagnumServiceNotFound", map[string]any{"magnum_service_id": id})
+	return exception.ClassMagnumServiceNotFound.New(map[string]any{"magnum_service_id": id})
 }
 
 func magnumServicePage() page {

@@ -30,11 +30,11 @@ func nodeGroupPage() page {
 
 // CreateNodeGroup is create_nodegroup; a duplicate (uuid, or name in the
 // cluster) is NodeGroupAlreadyExists. As with every Create*, only the fields
-// set on n (objects.IsSet: decoded from the wire, non-zero, or named with
-// objects.MarkChanged) are written; the others get the column default or
-// NULL, which reads back as the object default. So a NodeCount of 0 built
-// in Go must be marked (objects.MarkChanged(n, "node_count")), or it is
-// stored as NULL and reads as 1, exactly as an unset field does in Magnum.
+// set on n (objects.IsSet) are written; the others get the column default or
+// NULL, which reads back as the object default, as in Magnum. A NodeCount of
+// 0 on a nodegroup built in Go is set (see package objects), so it is
+// stored as 0; only an unset one (absent from a received primitive, or
+// objects.Unset) reads back as 1.
 func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error {
 	if n.UUID == "" {
 		n.UUID = uuid.NewString()
@@ -51,7 +51,7 @@ func (s *Store) CreateNodeGroup(ctx context.Context, n *objects.NodeGroup) error
 	err := s.retry(ctx, "create nodegroup", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
+			return exception.ClassNodeGroupAlreadyExists.New(map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
 		}
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *Store) saveNodeGroup(ctx context.Context, n *objects.NodeGroup, cond *N
 	})
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
+			return exception.ClassNodeGroupAlreadyExists.New(map[string]any{"cluster_id": n.ClusterID, "name": n.Name})
 		}
 		return err
 	}
@@ -323,7 +323,7 @@ func (s *Store) UpdateNodeGroupValues(ctx context.Context, clusterUUID, ident st
 	})
 	if err != nil {
 		if isDuplicate(err) {
-			return nil, exception.New("NodeGroupAlreadyExists", map[string]any{"cluster_id": clusterUUID, "name": values["name"]})
+			return nil, exception.ClassNodeGroupAlreadyExists.New(map[string]any{"cluster_id": clusterUUID, "name": values["name"]})
 		}
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 )
@@ -25,7 +26,7 @@ func TestNodeGroupCRUD(t *testing.T) {
 		if m.ID == 0 || len(m.UUID) != 36 {
 			t.Fatalf("create did not fill id/uuid")
 		}
-		e := wantExc(t, s.CreateNodeGroup(ctx, nodegroup(c, "default-master", "master", 1)), "NodeGroupAlreadyExists")
+		e := wantExc(t, s.CreateNodeGroup(ctx, nodegroup(c, "default-master", "master", 1)), exception.ClassNodeGroupAlreadyExists)
 		if e.Message != "A node group with name default-master already exists in the cluster "+*c.UUID+"." {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -42,10 +43,10 @@ func TestNodeGroupCRUD(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = s.GetNodeGroupByUUID(ctx, "other-cluster", m.UUID)
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 		// Non-admin contexts only see their project's nodegroups.
 		_, err = s.GetNodeGroupByUUID(projectCtx("p2"), *c.UUID, m.UUID)
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 		if _, err := s.GetNodeGroupByUUID(projectCtx("p1"), *c.UUID, m.UUID); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestNodeGroupCRUD(t *testing.T) {
 			t.Fatalf("update values: %+v", upd)
 		}
 		_, err = s.UpdateNodeGroupValues(ctx, *c.UUID, "33333333-3333-3333-3333-333333333333", map[string]any{"node_count": 1})
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 		// By name, as NodeGroup.get resolves it; unknown keys are ignored.
 		upd, err = s.UpdateNodeGroupValues(ctx, *c.UUID, "default-worker",
 			map[string]any{"node_count": 8.0, "no_such_column": 1, "created_at": "2020-01-01T00:00:00Z", "node_taints": nil})
@@ -102,10 +103,10 @@ func TestNodeGroupCRUD(t *testing.T) {
 			t.Fatalf("update by name: %+v", upd)
 		}
 		_, err = s.UpdateNodeGroupValues(projectCtx("p2"), *c.UUID, "default-worker", map[string]any{"node_count": 1})
-		wantExc(t, err, "NodeGroupNotFound")
+		wantExc(t, err, exception.ClassNodeGroupNotFound)
 
 		must(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID))
-		wantExc(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID), "NodeGroupNotFound")
+		wantExc(t, s.DestroyNodeGroup(ctx, *c.UUID, m.UUID), exception.ClassNodeGroupNotFound)
 	})
 }
 
@@ -136,18 +137,37 @@ func TestNodeGroupSaveIfStatus(t *testing.T) {
 	})
 }
 
-func TestNodeGroupCreateUnsetVersusMarkedZero(t *testing.T) {
+// TestNodeGroupZeroCountIsStoredAsZero: a NodeCount of 0 written in Go is
+// stored as 0 and reads back as 0, with no marking by hand; only a field
+// made unset (objects.Unset, or absent from a received primitive) is left
+// NULL and reads as the default 1, as in Magnum. The same holds for a
+// cluster's floating_ip_enabled (default true) written as false.
+func TestNodeGroupZeroCountIsStoredAsZero(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *db.Store) {
 		ctx := adminCtx()
 		c := cluster("c", "p1", objects.CreateComplete)
+		c.FloatingIPEnabled = false
 		must(t, s.CreateCluster(ctx, c))
-		unset := nodegroup(c, "unset", "worker", 0)
-		must(t, s.CreateNodeGroup(ctx, unset))
 		zero := nodegroup(c, "zero", "worker", 0)
-		objects.MarkChanged(zero, "node_count")
 		must(t, s.CreateNodeGroup(ctx, zero))
-		if unset.NodeCount != 1 || zero.NodeCount != 0 {
-			t.Fatalf("unset node_count = %d (want the default 1), marked zero = %d (want 0)", unset.NodeCount, zero.NodeCount)
+		unset := nodegroup(c, "unset", "worker", 0)
+		objects.Unset(unset, "node_count")
+		must(t, s.CreateNodeGroup(ctx, unset))
+
+		got, err := s.GetNodeGroupByUUID(ctx, *c.UUID, zero.UUID)
+		must(t, err)
+		if zero.NodeCount != 0 || got.NodeCount != 0 {
+			t.Fatalf("node_count 0 written in Go: created %d, read back %d, want 0", zero.NodeCount, got.NodeCount)
+		}
+		got, err = s.GetNodeGroupByUUID(ctx, *c.UUID, unset.UUID)
+		must(t, err)
+		if got.NodeCount != 1 {
+			t.Fatalf("unset node_count read back %d, want the default 1", got.NodeCount)
+		}
+		gc, err := s.GetClusterByUUID(ctx, *c.UUID)
+		must(t, err)
+		if gc.FloatingIPEnabled {
+			t.Fatal("floating_ip_enabled false written in Go read back true")
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 )
@@ -21,14 +22,14 @@ func TestX509KeyPairCRUD(t *testing.T) {
 			t.Fatal("id/uuid not set")
 		}
 		dup := &objects.X509KeyPair{UUID: k.UUID}
-		wantExc(t, s.CreateX509KeyPair(ctx, dup), "X509KeyPairAlreadyExists")
+		wantExc(t, s.CreateX509KeyPair(ctx, dup), exception.ClassX509KeyPairAlreadyExists)
 		got, err := s.GetX509KeyPairByUUID(ctx, *k.UUID)
 		must(t, err)
 		if objects.Deref(got.PrivateKey) != "KEY" {
 			t.Fatalf("got %+v", got)
 		}
 		_, err = s.GetX509KeyPairByID(projectCtx("p2"), k.ID)
-		wantExc(t, err, "X509KeyPairNotFound")
+		wantExc(t, err, exception.ClassX509KeyPairNotFound)
 		if _, err := s.GetX509KeyPairByID(projectCtx("p1"), k.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestX509KeyPairCRUD(t *testing.T) {
 			t.Fatalf("after save %+v", again)
 		}
 		must(t, s.DestroyX509KeyPair(ctx, *k.UUID))
-		e := wantExc(t, s.DestroyX509KeyPair(ctx, *k.UUID), "X509KeyPairNotFound")
+		e := wantExc(t, s.DestroyX509KeyPair(ctx, *k.UUID), exception.ClassX509KeyPairNotFound)
 		if e.Message != *k.UUID {
 			t.Fatalf("message %q (Magnum passes the id positionally)", e.Message)
 		}
@@ -137,7 +138,7 @@ func TestMagnumServiceCreateSaveDestroy(t *testing.T) {
 			t.Fatalf("list after marker %v", l)
 		}
 		must(t, s.DestroyMagnumService(ctx, m.ID))
-		wantExc(t, s.DestroyMagnumService(ctx, m.ID), "MagnumServiceNotFound")
+		wantExc(t, s.DestroyMagnumService(ctx, m.ID), exception.ClassMagnumServiceNotFound)
 	})
 }
 
@@ -149,7 +150,7 @@ func TestQuotaCRUD(t *testing.T) {
 		if q.ID == 0 {
 			t.Fatal("id not set")
 		}
-		e := wantExc(t, s.CreateQuota(ctx, &objects.Quota{ProjectID: "p1", Resource: "Cluster", HardLimit: 1}), "QuotaAlreadyExists")
+		e := wantExc(t, s.CreateQuota(ctx, &objects.Quota{ProjectID: "p1", Resource: "Cluster", HardLimit: 1}), exception.ClassQuotaAlreadyExists)
 		if e.Message != "Quota for project p1 already exists for resource Cluster." {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -159,12 +160,12 @@ func TestQuotaCRUD(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 		_, err = s.GetQuotaByProjectResource(ctx, "p9", "Cluster")
-		e = wantExc(t, err, "QuotaNotFound")
+		e = wantExc(t, err, exception.ClassQuotaNotFound)
 		if e.Message != "Quota could not be found: project_id p9 resource Cluster." {
 			t.Fatalf("message %q", e.Message)
 		}
 		_, err = s.GetQuotaByID(ctx, 424242)
-		wantExc(t, err, "QuotaNotFound")
+		wantExc(t, err, exception.ClassQuotaNotFound)
 		upd, err := s.UpdateQuota(ctx, "p1", map[string]any{"resource": "Cluster", "hard_limit": 9.0, "project_id": "p1",
 			"id": 77, "created_at": "2020-01-01T00:00:00"})
 		must(t, err)
@@ -172,7 +173,7 @@ func TestQuotaCRUD(t *testing.T) {
 			t.Fatalf("update %+v", upd)
 		}
 		_, err = s.UpdateQuota(ctx, "p9", map[string]any{"resource": "Cluster", "hard_limit": 9})
-		wantExc(t, err, "QuotaNotFound")
+		wantExc(t, err, exception.ClassQuotaNotFound)
 		must(t, s.CreateQuota(ctx, &objects.Quota{ProjectID: "p2", Resource: "Cluster", HardLimit: 3}))
 		l, err := s.ListQuotasByProject(ctx, "p2")
 		must(t, err)
@@ -185,7 +186,7 @@ func TestQuotaCRUD(t *testing.T) {
 			t.Fatalf("list %v", l)
 		}
 		must(t, s.DeleteQuota(ctx, "p1", "Cluster"))
-		wantExc(t, s.DeleteQuota(ctx, "p1", "Cluster"), "QuotaNotFound")
+		wantExc(t, s.DeleteQuota(ctx, "p1", "Cluster"), exception.ClassQuotaNotFound)
 	})
 }
 
@@ -198,7 +199,7 @@ func TestFederationCRUD(t *testing.T) {
 		if f.ID == 0 || f.UUID == nil {
 			t.Fatal("id/uuid not set")
 		}
-		wantExc(t, s.CreateFederation(ctx, &objects.Federation{UUID: f.UUID}), "FederationAlreadyExists")
+		wantExc(t, s.CreateFederation(ctx, &objects.Federation{UUID: f.UUID}), exception.ClassFederationAlreadyExists)
 		for _, get := range []func() (*objects.Federation, error){
 			func() (*objects.Federation, error) { return s.GetFederationByID(ctx, f.ID) },
 			func() (*objects.Federation, error) { return s.GetFederationByUUID(ctx, *f.UUID) },
@@ -212,9 +213,9 @@ func TestFederationCRUD(t *testing.T) {
 		}
 		must(t, s.CreateFederation(ctx, &objects.Federation{Name: objects.Str("f"), ProjectID: objects.Str("p2")}))
 		_, err := s.GetFederationByName(ctx, "f")
-		wantExc(t, err, "Conflict")
+		wantExc(t, err, exception.ClassConflict)
 		_, err = s.GetFederationByUUID(projectCtx("p2"), *f.UUID)
-		wantExc(t, err, "FederationNotFound")
+		wantExc(t, err, exception.ClassFederationNotFound)
 		for _, tc := range []struct {
 			name string
 			f    db.FederationFilters
@@ -247,7 +248,7 @@ func TestFederationCRUD(t *testing.T) {
 			t.Fatalf("after save %+v", again)
 		}
 		must(t, s.DestroyFederation(ctx, *f.UUID))
-		wantExc(t, s.DestroyFederation(ctx, *f.UUID), "FederationNotFound")
+		wantExc(t, s.DestroyFederation(ctx, *f.UUID), exception.ClassFederationNotFound)
 	})
 }
 

@@ -221,7 +221,7 @@ func (s *Store) identity(w *where, value string) error {
 		w.add(s.q("uuid")+" = ?", value)
 		return nil
 	}
-	return exception.New("InvalidIdentity", map[string]any{"identity": value})
+	return exception.ClassInvalidIdentity.New(map[string]any{"identity": value})
 }
 
 // isUUIDLike is oslo_utils.uuidutils.is_uuid_like: 32 hex digits, with or

@@ -17,14 +17,14 @@ type QuotaFilters struct {
 }
 
 func quotaNotFound(project, resource string) error {
-	return exception.New("QuotaNotFound", map[string]any{
+	return exception.ClassQuotaNotFound.New(map[string]any{
 		"msg": fmt.Sprintf("project_id %s resource %s.", project, resource)})
 }
 
 func quotaPage() page {
 	return page{table: "quotas", columns: quotaColumns(), markerCol: "id",
 		notFound: func(m string) error {
-			return exception.New("QuotaNotFound", map[string]any{"msg": fmt.Sprintf("quota id %s .", m)})
+			return exception.ClassQuotaNotFound.New(map[string]any{"msg": fmt.Sprintf("quota id %s .", m)})
 		}}
 }
 
@@ -40,7 +40,7 @@ func (s *Store) CreateQuota(ctx context.Context, q *objects.Quota) error {
 	err := s.retry(ctx, "create quota", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("QuotaAlreadyExists", map[string]any{"project_id": q.ProjectID, "resource": q.Resource})
+			return exception.ClassQuotaAlreadyExists.New(map[string]any{"project_id": q.ProjectID, "resource": q.Resource})
 		}
 		return err
 	}
@@ -74,7 +74,7 @@ func (s *Store) GetQuotaByID(ctx context.Context, id int64) (*objects.Quota, err
 	w := &where{}
 	w.add(s.q("id")+" = ?", id)
 	r, err := getOne[quotaRow](ctx, s, w, func() error {
-		return exception.New("QuotaNotFound", map[string]any{"msg": fmt.Sprintf("quota id %d .", id)})
+		return exception.ClassQuotaNotFound.New(map[string]any{"msg": fmt.Sprintf("quota id %d .", id)})
 	}, nil)
 	if err != nil {
 		return nil, s.wrap("get quota", err)

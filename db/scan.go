@@ -8,12 +8,17 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
+
+	"gorm.io/gorm/schema"
 )
 
 // scanPlans caches, per row type and column list, how each result column
-// lands in the row struct.
-type scanPlans struct{ m sync.Map } // planKey -> []colPlan
+// lands in the row struct. Columns are matched to fields by GORM's own
+// schema of the row type (its column tags read by GORM, once).
+type scanPlans struct {
+	m       sync.Map // planKey -> []colPlan
+	schemas sync.Map // GORM's schema cache
+}
 
 type planKey struct {
 	typ  reflect.Type
@@ -48,7 +53,11 @@ var scannerType = reflect.TypeFor[sql.Scanner]()
 // r is not: callers that turn rows into objects need no slice of rows.
 // Strings are read as sql.RawBytes and copied once, other values as the
 // driver returns them and converted here: database/sql's reflective
-// conversion into pointer fields was a quarter of a Cluster.list.
+// conversion into pointer fields was a quarter of a Cluster.list. Fields
+// are assigned through reflect (no unsafe), and only fields of exactly the
+// types kindOf names are planned, so a named or unsupported type fails when
+// the plan is made (checked for every model by TestEveryModelHasAPlan),
+// never silently reinterpreted.
 func scanEach[R any](plans *scanPlans, rows *sql.Rows, each func(*R) error) error {
 	cols, err := rows.Columns()
 	if err != nil {
@@ -156,13 +165,6 @@ func cell[T any](cells *[]T, v T) *T {
 	return &(*cells)[len(*cells)-1]
 }
 
-// fieldAt is the address of f, a field of the row being filled, as a *T
-// (what f.Addr().Interface().(*T) is, without reflect's pointer-type
-// lookup on every column).
-func fieldAt[T any](f reflect.Value) *T {
-	return (*T)(unsafe.Pointer(f.UnsafeAddr()))
-}
-
 // next is the next string column, raw's copy; columns are taken in plan
 // order.
 func (s *rowValues) next(raw sql.RawBytes) string {
@@ -187,7 +189,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, values *ro
 		f.SetString(values.next(raw))
 	case colStringPtr:
 		if raw != nil {
-			*fieldAt[*string](f) = values.ptr(raw)
+			f.Set(reflect.ValueOf(values.ptr(raw)))
 		}
 	case colInt, colIntPtr:
 		if val == nil {
@@ -200,7 +202,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, values *ro
 		if kind == colInt {
 			f.SetInt(n)
 		} else {
-			*fieldAt[*int64](f) = cell(&values.ints, n)
+			f.Set(reflect.ValueOf(cell(&values.ints, n)))
 		}
 	case colBoolPtr:
 		if val == nil {
@@ -210,7 +212,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, values *ro
 		if err != nil {
 			return err
 		}
-		*fieldAt[*bool](f) = cell(&values.bools, n != 0)
+		f.Set(reflect.ValueOf(cell(&values.bools, n != 0)))
 	case colTimePtr:
 		if val == nil {
 			return nil
@@ -219,7 +221,7 @@ func assign(f reflect.Value, kind colKind, raw sql.RawBytes, val any, values *ro
 		if err != nil {
 			return err
 		}
-		*fieldAt[*time.Time](f) = cell(&values.times, t)
+		f.Set(reflect.ValueOf(cell(&values.times, t)))
 	}
 	return nil
 }
@@ -269,23 +271,26 @@ func (p *scanPlans) get(typ reflect.Type, cols []string) ([]colPlan, error) {
 	if plan, ok := p.m.Load(key); ok {
 		return plan.([]colPlan), nil
 	}
-	byColumn := map[string]colPlan{}
-	for i := 0; i < typ.NumField(); i++ {
-		sf := typ.Field(i)
-		for _, part := range strings.Split(sf.Tag.Get("gorm"), ";") {
-			name, ok := strings.CutPrefix(part, "column:")
-			if !ok {
-				continue
-			}
-			kind, err := kindOf(sf.Type)
-			if err != nil {
-				return nil, fmt.Errorf("db: %s.%s: %w", typ, sf.Name, err)
-			}
-			byColumn[name] = colPlan{field: i, kind: kind}
-		}
+	if typ.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("db: %s is not a struct", typ)
 	}
-	if len(byColumn) == 0 {
-		return nil, fmt.Errorf("db: %s has no gorm column tags", typ)
+	sch, err := schema.Parse(reflect.New(typ).Interface(), &p.schemas, schema.NamingStrategy{})
+	if err != nil {
+		return nil, fmt.Errorf("db: %s: %w", typ, err)
+	}
+	byColumn := map[string]colPlan{}
+	for _, f := range sch.Fields {
+		if f.DBName == "" || !f.Readable {
+			continue
+		}
+		if len(f.StructField.Index) != 1 {
+			return nil, fmt.Errorf("db: %s.%s: embedded fields are not scanned", typ, f.Name)
+		}
+		kind, err := kindOf(f.StructField.Type)
+		if err != nil {
+			return nil, fmt.Errorf("db: %s.%s: %w", typ, f.Name, err)
+		}
+		byColumn[f.DBName] = colPlan{field: f.StructField.Index[0], kind: kind}
 	}
 	plan := make([]colPlan, len(cols))
 	for i, c := range cols {
@@ -299,22 +304,25 @@ func (p *scanPlans) get(typ reflect.Type, cols []string) ([]colPlan, error) {
 	return plan, nil
 }
 
+// kindOf is how a field of type t is read: exactly these types (a named
+// type, even of one of their kinds, is refused), or a type whose pointer
+// is an sql.Scanner.
 func kindOf(t reflect.Type) (colKind, error) {
 	if reflect.PointerTo(t).Implements(scannerType) {
 		return colScanner, nil
 	}
-	switch {
-	case t.Kind() == reflect.String:
+	switch t {
+	case reflect.TypeFor[string]():
 		return colString, nil
-	case t.Kind() == reflect.Int64:
+	case reflect.TypeFor[int64]():
 		return colInt, nil
-	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String:
+	case reflect.TypeFor[*string]():
 		return colStringPtr, nil
-	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Int64:
+	case reflect.TypeFor[*int64]():
 		return colIntPtr, nil
-	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Bool:
+	case reflect.TypeFor[*bool]():
 		return colBoolPtr, nil
-	case t == reflect.TypeFor[*time.Time]():
+	case reflect.TypeFor[*time.Time]():
 		return colTimePtr, nil
 	}
 	return 0, fmt.Errorf("no column reader for %s", t)

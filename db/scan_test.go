@@ -19,7 +19,7 @@ type scanRow struct {
 	Count   *int64     `gorm:"column:count"`
 	Enabled *bool      `gorm:"column:enabled"`
 	Role    string     `gorm:"column:role"`
-	Skipped string     // no column tag: never scanned
+	Skipped string     // no such column: never scanned
 }
 
 // TestScanAllFillsTaggedFields: every column lands in its tagged field,
@@ -79,7 +79,52 @@ func TestScanAllFillsTaggedFields(t *testing.T) {
 		t.Errorf("%d plans cached, want 1", n)
 	}
 	if _, err := plans.get(reflect.TypeFor[struct{ X int }](), []string{"x"}); err == nil {
-		t.Error("a type without column tags was accepted")
+		t.Error("an int field (only int64 is read) was accepted")
+	}
+	type status string
+	if _, err := plans.get(reflect.TypeFor[struct {
+		S status `gorm:"column:s"`
+	}](), []string{"s"}); err == nil {
+		t.Error("a named string type was accepted (it would be read as a plain string)")
+	}
+}
+
+// TestEveryModelHasAPlan: the plan of every table's row type for the
+// columns its queries select is made (a field of a type the scanner cannot
+// read fails here, not at the first production query), and every column
+// lands in a field.
+func TestEveryModelHasAPlan(t *testing.T) {
+	var plans scanPlans
+	for _, m := range []struct {
+		typ  reflect.Type
+		cols []string
+	}{
+		{reflect.TypeFor[clusterRow](), clusterColumns()},
+		{reflect.TypeFor[clusterTemplateRow](), clusterTemplateColumns()},
+		{reflect.TypeFor[nodeGroupRow](), nodeGroupColumns()},
+		{reflect.TypeFor[x509KeyPairRow](), x509KeyPairColumns()},
+		{reflect.TypeFor[magnumServiceRow](), magnumServiceColumns()},
+		{reflect.TypeFor[quotaRow](), quotaColumns()},
+		{reflect.TypeFor[federationRow](), federationColumns()},
+	} {
+		plan, err := plans.get(m.typ, m.cols)
+		if err != nil {
+			t.Errorf("%s: %v", m.typ, err)
+			continue
+		}
+		fields := map[int]bool{}
+		for i, p := range plan {
+			if p.kind == colDiscard {
+				t.Errorf("%s: column %s has no field", m.typ, m.cols[i])
+			}
+			if fields[p.field] {
+				t.Errorf("%s: two columns land in field %d", m.typ, p.field)
+			}
+			fields[p.field] = true
+		}
+		if len(fields) != m.typ.NumField() {
+			t.Errorf("%s: %d of its %d fields are read", m.typ, len(fields), m.typ.NumField())
+		}
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/openstack/magnum-conductor/pyurl"
-	"github.com/openstack/magnum-conductor/tlschain"
+	"github.com/openstack/magnum-conductor/internal/pyurl"
+	"github.com/openstack/magnum-conductor/internal/tlschain"
 )
 
 // URL is a parsed [database]connection.

@@ -17,7 +17,7 @@ type X509KeyPairFilters struct {
 }
 
 func x509NotFound(ident any) error {
-	return exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": ident})
+	return exception.ClassX509KeyPairNotFound.New(map[string]any{"x509keypair": ident})
 }
 
 func x509KeyPairPage() page {
@@ -39,7 +39,7 @@ func (s *Store) CreateX509KeyPair(ctx context.Context, k *objects.X509KeyPair) e
 	err := s.retry(ctx, "create x509keypair", func() error { return insert(s.ctxDB(ctx), row, cols) })
 	if err != nil {
 		if isDuplicate(err) {
-			return exception.New("X509KeyPairAlreadyExists", map[string]any{"uuid": *k.UUID})
+			return exception.ClassX509KeyPairAlreadyExists.New(map[string]any{"uuid": *k.UUID})
 		}
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *Store) DestroyX509KeyPair(ctx context.Context, ident string) error {
 		return err
 	}
 	if n != 1 {
-		return exception.WithMessage("X509KeyPairNotFound", ident, nil)
+		return exception.ClassX509KeyPairNotFound.WithMessage(ident, nil)
 	}
 	return nil
 }

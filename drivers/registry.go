@@ -74,7 +74,7 @@ func NewRegistry(disabled []string, ds ...Driver) (*Registry, error) {
 // is ClusterTypeNotSupported, listing the types the loaded drivers support.
 func (r *Registry) ForTemplate(ct *objects.ClusterTemplate) (Driver, error) {
 	if ct == nil {
-		return nil, exception.New("ClusterTypeNotSupported", map[string]any{
+		return nil, exception.ClassClusterTypeNotSupported.New(map[string]any{
 			"server_type": nil, "os": nil, "coe": nil, "supported_cluster_types": r.supportedTypes()})
 	}
 	if name := objects.Deref(ct.Driver); name != "" {
@@ -85,16 +85,16 @@ func (r *Registry) ForTemplate(ct *objects.ClusterTemplate) (Driver, error) {
 		if r.disabled[name] {
 			// Magnum would load a disabled driver a template names; we
 			// refuse it, and say why.
-			return nil, exception.WithMessage("ClusterDriverNotSupported",
+			return nil, exception.ClassClusterDriverNotSupported.WithMessage(
 				"Cluster driver (%(driver_name)s) not supported: it is listed in [drivers]/disabled_drivers.", kwargs)
 		}
-		return nil, exception.New("ClusterDriverNotSupported", kwargs)
+		return nil, exception.ClassClusterDriverNotSupported.New(kwargs)
 	}
 	k := Key{ServerType: objects.Deref(ct.ServerType), OS: objects.Deref(ct.ClusterDistro), COE: ct.Coe}
 	if d, ok := r.byKey[k]; ok {
 		return d, nil
 	}
-	return nil, exception.New("ClusterTypeNotSupported", map[string]any{
+	return nil, exception.ClassClusterTypeNotSupported.New(map[string]any{
 		"server_type": pyNone(ct.ServerType), "os": pyNone(ct.ClusterDistro), "coe": ct.Coe,
 		"supported_cluster_types": r.supportedTypes()})
 }

@@ -61,19 +61,19 @@ func TestForTemplateSelectsByNameThenKey(t *testing.T) {
 		name      string
 		ct        *objects.ClusterTemplate
 		want      drivers.Driver
-		wantClass string
+		wantClass exception.Class
 		wantMsg   string
 	}{
-		{"by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, b, "", ""},
-		{"name wins over key", &objects.ClusterTemplate{Driver: objects.Str("a"), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, a, "", ""},
-		{"empty name falls back to key", &objects.ClusterTemplate{Driver: objects.Str(""), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, a, "", ""},
-		{"unknown key", &objects.ClusterTemplate{ServerType: objects.Str("bm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, nil, "ClusterTypeNotSupported", "Cluster type (bm, x, kubernetes)" + loaded},
-		{"null distro", &objects.ClusterTemplate{ServerType: objects.Str("vm"), Coe: "kubernetes"}, nil, "ClusterTypeNotSupported", "Cluster type (vm, None, kubernetes)" + loaded},
-		{"disabled by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("z"), Coe: "kubernetes"}, nil, "ClusterTypeNotSupported", "Cluster type (vm, z, kubernetes)" + loaded},
-		{"disabled by name", &objects.ClusterTemplate{Driver: objects.Str("off")}, nil, "ClusterDriverNotSupported",
+		{"by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, b, 0, ""},
+		{"name wins over key", &objects.ClusterTemplate{Driver: objects.Str("a"), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("y"), Coe: "kubernetes"}, a, 0, ""},
+		{"empty name falls back to key", &objects.ClusterTemplate{Driver: objects.Str(""), ServerType: objects.Str("vm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, a, 0, ""},
+		{"unknown key", &objects.ClusterTemplate{ServerType: objects.Str("bm"), ClusterDistro: objects.Str("x"), Coe: "kubernetes"}, nil, exception.ClassClusterTypeNotSupported, "Cluster type (bm, x, kubernetes)" + loaded},
+		{"null distro", &objects.ClusterTemplate{ServerType: objects.Str("vm"), Coe: "kubernetes"}, nil, exception.ClassClusterTypeNotSupported, "Cluster type (vm, None, kubernetes)" + loaded},
+		{"disabled by key", &objects.ClusterTemplate{ServerType: objects.Str("vm"), ClusterDistro: objects.Str("z"), Coe: "kubernetes"}, nil, exception.ClassClusterTypeNotSupported, "Cluster type (vm, z, kubernetes)" + loaded},
+		{"disabled by name", &objects.ClusterTemplate{Driver: objects.Str("off")}, nil, exception.ClassClusterDriverNotSupported,
 			"Cluster driver (off) not supported: it is listed in [drivers]/disabled_drivers."},
-		{"unknown name", &objects.ClusterTemplate{Driver: objects.Str("nope")}, nil, "ClusterDriverNotSupported", "Cluster driver (nope) not supported."},
-		{"nil template", nil, nil, "ClusterTypeNotSupported", "Cluster type (None, None, None)" + loaded},
+		{"unknown name", &objects.ClusterTemplate{Driver: objects.Str("nope")}, nil, exception.ClassClusterDriverNotSupported, "Cluster driver (nope) not supported."},
+		{"nil template", nil, nil, exception.ClassClusterTypeNotSupported, "Cluster type (None, None, None)" + loaded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := r.ForTemplate(tc.ct)
@@ -83,7 +83,7 @@ func TestForTemplateSelectsByNameThenKey(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, exception.New(tc.wantClass, nil)) || !errors.Is(err, exception.NotSupported("")) {
+			if !errors.Is(err, tc.wantClass.New(nil)) || !errors.Is(err, exception.NotSupported("")) {
 				t.Fatalf("err = %v, want %s", err, tc.wantClass)
 			}
 			if err.Error() != tc.wantMsg {

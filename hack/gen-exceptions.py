@@ -8,7 +8,7 @@ peer can still be answered with them.
 Usage (from the repository root, after `make services`):
   /usr/bin/python3 hack/gen-exceptions.py dump > /tmp/exc-15.json
   chroot /srv/magnum-2026.2 /usr/bin/python3 - dump < hack/gen-exceptions.py > /tmp/exc-23.json
-  /usr/bin/python3 hack/gen-exceptions.py go /tmp/exc-23.json /tmp/exc-15.json > api/exception/catalogue.go
+  /usr/bin/python3 hack/gen-exceptions.py go /tmp/exc-23.json /tmp/exc-15.json | gofmt > api/exception/catalogue.go
 """
 import importlib.metadata
 import inspect
@@ -38,20 +38,31 @@ def go(new_path, old_path):
     names = {c['name'] for c in new['classes']}
     kept = [c for c in old['classes'] if c['name'] not in names]
     key = lambda c: (c['depth'], c['name'])  # noqa: E731 parents first
+    newest = sorted(new['classes'], key=key)
+    older = sorted(kept, key=key)
     print("// Code generated from magnum %s's magnum/common/exception.py, with the classes "
           "only %s has, by hack/gen-exceptions.py; DO NOT EDIT.\n" % (new['version'], old['version']))
     print("package exception\n")
-    print("// catalogue lists every class of magnum.common.exception with its parent,")
-    print("// HTTP code and message format (Python %-style): Magnum " + new['version'] + "'s, then")
-    print("// the classes of " + old['version'] + " that " + new['version'] + " dropped.")
-    print("var catalogue = []classInfo{")
-    for c in sorted(new['classes'], key=key):
-        print("\t{Name: %s, Parent: %s, Code: %d, Format: %s}," % (
-            json.dumps(c['name']), json.dumps(c['parent']), c['code'], json.dumps(c['format'])))
+    print("// The classes of magnum.common.exception: Magnum " + new['version'] + "'s, then")
+    print("// the classes of " + old['version'] + " that " + new['version'] + " dropped. A class is")
+    print("// named by its constant, so a misspelt class does not compile.")
+    print("const (")
+    for i, c in enumerate(newest):
+        print("\tClass%s%s" % (c['name'], " Class = iota" if i == 0 else ""))
     print("\t// Only in %s." % old['version'])
-    for c in sorted(kept, key=key):
-        print("\t{Name: %s, Parent: %s, Code: %d, Format: %s, Until: %s}," % (
-            json.dumps(c['name']), json.dumps(c['parent']), c['code'], json.dumps(c['format']),
+    for c in older:
+        print("\tClass%s" % c['name'])
+    print("\n\tnumClasses // the number of classes, not a class")
+    print(")\n")
+    print("// catalogue is every class's name, parent, HTTP code and message format")
+    print("// (Python %-style).")
+    print("var catalogue = [numClasses]classInfo{")
+    for c in newest:
+        print("\tClass%s: {Name: %s, Parent: %s, Code: %d, Format: %s}," % (
+            c['name'], json.dumps(c['name']), json.dumps(c['parent']), c['code'], json.dumps(c['format'])))
+    for c in older:
+        print("\tClass%s: {Name: %s, Parent: %s, Code: %d, Format: %s, Until: %s}," % (
+            c['name'], json.dumps(c['name']), json.dumps(c['parent']), c['code'], json.dumps(c['format']),
             json.dumps(new['version'])))
     print("}")
 

@@ -28,7 +28,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openstack/magnum-conductor/config"
-	"github.com/openstack/magnum-conductor/oslolog"
+	"github.com/openstack/magnum-conductor/internal/oslolog"
 )
 
 // binaryName names the process as the Python service's does: in log file

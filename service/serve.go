@@ -25,12 +25,12 @@ import (
 	"github.com/openstack/magnum-conductor/conductor"
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/config"
-	"github.com/openstack/magnum-conductor/config/osloopts"
 	"github.com/openstack/magnum-conductor/db"
-	"github.com/openstack/magnum-conductor/exepages"
-	"github.com/openstack/magnum-conductor/gurumeditation"
+	"github.com/openstack/magnum-conductor/internal/exepages"
+	"github.com/openstack/magnum-conductor/internal/gurumeditation"
+	"github.com/openstack/magnum-conductor/internal/oslolog"
+	"github.com/openstack/magnum-conductor/internal/osloopts"
 	"github.com/openstack/magnum-conductor/migrations"
-	"github.com/openstack/magnum-conductor/oslolog"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 

@@ -240,7 +240,7 @@ func TestObjectActionSplitsUpdatesAndResult(t *testing.T) {
 func TestErrorsPassThroughTyped(t *testing.T) {
 	f := &fakeTransport{err: exception.ClusterNotFound("x")}
 	err := New(f, "").ClusterDelete(context.Background(), "x")
-	if !errors.Is(err, exception.New("ClusterNotFound", nil)) {
+	if !errors.Is(err, exception.ClassClusterNotFound.New(nil)) {
 		t.Fatalf("got %v", err)
 	}
 	ok, err := New(f, "t").WithServer("s1").PingConductor(context.Background())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func randHex() string {
@@ -25,6 +26,7 @@ func randHex() string {
 // TestLiveAPIAgainstGoServer drives the typed API through a real broker
 // into an oslo server.
 func TestLiveAPIAgainstGoServer(t *testing.T) {
+	testkit.NeedsService(t, "RabbitMQ")
 	opts := oslo.DefaultOptions()
 	opts.TransportURL = "rabbit://guest:guest@127.0.0.1:5672/"
 	opts.ControlExchange = "capi_" + randHex()
@@ -89,7 +91,7 @@ func TestLiveAPIAgainstGoServer(t *testing.T) {
 	if ok, err := api.WithServer(srv.Target().Server).PingConductor(ctx); !ok || err != nil {
 		t.Fatalf("ping server: %v %v", ok, err)
 	}
-	if err := api.ClusterDelete(ctx, "missing"); !errors.Is(err, exception.New("ClusterNotFound", nil)) {
+	if err := api.ClusterDelete(ctx, "missing"); !errors.Is(err, exception.ClassClusterNotFound.New(nil)) {
 		t.Fatalf("ClusterDelete(missing): %v", err)
 	}
 	if err := api.ClusterDeleteAsync(ctx, "u-1"); err != nil {

@@ -5,39 +5,39 @@ package exception
 
 // NotSupported is magnum.common.exception.NotSupported(operation=...).
 func NotSupported(operation string) *Error {
-	return New("NotSupported", map[string]any{"operation": operation})
+	return ClassNotSupported.New(map[string]any{"operation": operation})
 }
 
 // NotSupportedMessage is NotSupported(message=...), as credential_rotate and
 // the drivers raise it.
 func NotSupportedMessage(message string) *Error {
-	return WithMessage("NotSupported", message, nil)
+	return ClassNotSupported.WithMessage(message, nil)
 }
 
 // ClusterNotFound is ClusterNotFound(cluster=ident).
 func ClusterNotFound(ident any) *Error {
-	return New("ClusterNotFound", map[string]any{"cluster": ident})
+	return ClassClusterNotFound.New(map[string]any{"cluster": ident})
 }
 
 // ClusterTemplateNotFound is ClusterTemplateNotFound(clustertemplate=ident).
 func ClusterTemplateNotFound(ident any) *Error {
-	return New("ClusterTemplateNotFound", map[string]any{"clustertemplate": ident})
+	return ClassClusterTemplateNotFound.New(map[string]any{"clustertemplate": ident})
 }
 
 // NodeGroupNotFound is NodeGroupNotFound(nodegroup=ident).
 func NodeGroupNotFound(ident any) *Error {
-	return New("NodeGroupNotFound", map[string]any{"nodegroup": ident})
+	return ClassNodeGroupNotFound.New(map[string]any{"nodegroup": ident})
 }
 
 // InvalidParameterValue is InvalidParameterValue(err=...).
 func InvalidParameterValue(err string) *Error {
-	return New("InvalidParameterValue", map[string]any{"err": err})
+	return ClassInvalidParameterValue.New(map[string]any{"err": err})
 }
 
 // Conflict is Conflict(message) as the DB layer raises it for ambiguous
 // names.
 func Conflict(message string) *Error {
-	return WithMessage("Conflict", message, nil)
+	return ClassConflict.WithMessage(message, nil)
 }
 
 // NotImplemented is builtins.NotImplementedError(message).

@@ -78,12 +78,13 @@ func TestCatalogueIsMagnum2026WithOlderClasses(t *testing.T) {
 		{"MasterNGSizeInvalid", map[string]any{"requested_size": 2}, "master nodegroup size of 2 is invalid, size cannot be an even number."},
 		{"TrusteeOrTrustToClusterFailed", map[string]any{"cluster_uuid": "u"}, "Failed to create trustee or trust for Cluster: u"},
 	} {
-		e := New(tt.class, tt.kwargs)
+		c, _ := Lookup(tt.class)
+		e := c.New(tt.kwargs)
 		if e.Class != tt.class || e.Message != tt.msg || e.Code != 400 && tt.class != "TrusteeOrTrustToClusterFailed" {
 			t.Errorf("%s: got %s %q %d, want %q", tt.class, e.Class, e.Message, e.Code, tt.msg)
 		}
 	}
-	if !IsSubclass("ClusterDriverNotSupported", "NotSupported") || !IsSubclass("MasterNGSizeInvalid", "InvalidParameterValue") {
+	if !IsSubclass("ClusterDriverNotSupported", ClassNotSupported) || !IsSubclass("MasterNGSizeInvalid", ClassInvalidParameterValue) {
 		t.Error("the 23.0.0 classes should keep their parents")
 	}
 }

@@ -6,7 +6,14 @@
 // with _from_db_object, marks every field set), was named by MarkChanged, or
 // holds a non-zero Go value. A field changed when it was declared changed on
 // the wire or with MarkChanged, or when its value differs from the snapshot
-// taken at decode or at the last ResetChanges. MarkLoadedReadOnly stands for
+// taken at decode or at the last ResetChanges.
+//
+// On an object built in Go (never decoded nor reset), a field whose Go zero
+// value is not its default (NodeGroup.NodeCount, default 1; the
+// FloatingIPEnabled fields, default true) is always set and changed: Go
+// cannot tell an assigned 0 from an untouched one, so the value the code
+// holds is the one written and sent, and a NodeCount of 0 stays 0 rather
+// than becoming the default. Unset makes it unset again. MarkLoadedReadOnly stands for
 // ResetChanges on objects that are only loaded to be encoded: every field
 // set, nothing changed, and no snapshot to compare with.
 package objects
@@ -73,7 +80,14 @@ func isSet(o Object, f *fieldInfo) bool {
 	if _, ok := m.base.entry(f.pos); ok {
 		return true
 	}
-	return !isZero(fieldValue(o, f))
+	return !isZero(fieldValue(o, f)) || builtInGo(m, f)
+}
+
+// builtInGo reports whether f holds a value written in Go that must count
+// even when zero: o was never decoded nor reset, and the field's zero value
+// is not its default.
+func builtInGo(m *Meta, f *fieldInfo) bool {
+	return f.zeroNotDefault && m.base == nil
 }
 
 // IsSet reports whether field (wire name) is set on o, as
@@ -115,7 +129,7 @@ func changed(o Object, f *fieldInfo) bool {
 		return len(Changes(child)) > 0
 	}
 	if !had {
-		return !isZero(v)
+		return !isZero(v) || builtInGo(m, f)
 	}
 	return !e.same(f, v)
 }
@@ -196,8 +210,9 @@ func MarkLoadedReadOnly(o Object) {
 func IsReadOnly(o Object) bool { return o.meta().readOnly }
 
 // MarkChanged declares fields of o changed (and so set), for assignments
-// that Changes cannot see: a nullable field set to nil, or a field set to
-// its zero value on an object that was never reset. Unknown names are
+// that Changes cannot see: a field written with the value it was loaded
+// with (to write it anyway), or a nullable field set to nil or a field set
+// to "" or false on an object that was never reset. Unknown names are
 // ignored.
 func MarkChanged(o Object, fields ...string) {
 	ci := classOf(o)
@@ -223,6 +238,11 @@ func Unset(o Object, fields ...string) {
 	m := o.meta()
 	if m.readOnly {
 		ResetChanges(o)
+	}
+	if m.base == nil {
+		// Tracked from now on, so that a zero that is not the default
+		// counts as unset too (builtInGo).
+		m.base = make(snapshot, len(ci.fields))
 	}
 	for _, name := range fields {
 		f, ok := ci.field(name)

@@ -1,6 +1,7 @@
 package objects
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -12,8 +13,10 @@ import (
 
 func TestChangesTrackAssignmentsAfterReset(t *testing.T) {
 	c := &Cluster{ID: 1, UUID: Str("u"), Status: CreateComplete}
-	if got := Changes(c); !slices.Equal(got, []string{"id", "uuid", "status"}) {
-		t.Fatalf("changes of a new object = %v, want the non-zero fields", got)
+	// floating_ip_enabled's false is not its default (true): written in
+	// Go, it counts.
+	if got := Changes(c); !slices.Equal(got, []string{"id", "uuid", "status", "floating_ip_enabled"}) {
+		t.Fatalf("changes of a new object = %v, want the non-zero fields and floating_ip_enabled", got)
 	}
 	ResetChanges(c)
 	if got := Changes(c); len(got) != 0 {
@@ -50,7 +53,7 @@ func TestMarkChangedMakesNullAssignmentsVisible(t *testing.T) {
 		t.Fatal("stack_id set on an empty object")
 	}
 	MarkChanged(c, "stack_id", "no_such_field")
-	if !IsSet(c, "stack_id") || !slices.Equal(Changes(c), []string{"stack_id"}) {
+	if !IsSet(c, "stack_id") || !slices.Equal(Changes(c), []string{"stack_id", "floating_ip_enabled"}) {
 		t.Fatalf("changes = %v", Changes(c))
 	}
 	p, err := Encode(c, "", nil)
@@ -61,7 +64,7 @@ func TestMarkChangedMakesNullAssignmentsVisible(t *testing.T) {
 	if v, ok := data["stack_id"]; !ok || v != nil {
 		t.Fatalf("stack_id must be sent as null, data = %v", data)
 	}
-	Unset(c, "stack_id")
+	Unset(c, "stack_id", "floating_ip_enabled")
 	if IsSet(c, "stack_id") || len(Changes(c)) != 0 {
 		t.Fatal("Unset left the field set")
 	}
@@ -405,5 +408,49 @@ func TestDecodeTakesGoBuiltPrimitivesWithTheirChanges(t *testing.T) {
 	}
 	if back.ClusterTemplate == nil || back.ClusterTemplate.ReceivedVersion() != "1.20" {
 		t.Fatalf("child template lost: %+v", back.ClusterTemplate)
+	}
+}
+
+// TestZeroThatIsNotTheDefaultIsSetWhenBuiltInGo: on an object built in Go,
+// a field whose zero value is not its default (node_count, default 1) is
+// set and changed at 0, and goes on the wire; Unset makes it unset.
+// Fields whose zero is their default keep the usual rule.
+func TestZeroThatIsNotTheDefaultIsSetWhenBuiltInGo(t *testing.T) {
+	ng := &NodeGroup{Name: "ng"}
+	if !IsSet(ng, "node_count") || !HasChanged(ng, "node_count") {
+		t.Fatalf("node_count 0 on a new object: set %v, changed %v; want both", IsSet(ng, "node_count"), HasChanged(ng, "node_count"))
+	}
+	if IsSet(ng, "min_node_count") {
+		t.Fatal("min_node_count 0 is its default and should stay unset")
+	}
+	prim, err := EncodeJSON(ng, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(prim, []byte(`"node_count":0`)) {
+		t.Fatalf("node_count 0 missing from the primitive: %s", prim)
+	}
+	c := Clone(ng)
+	if !IsSet(c, "node_count") {
+		t.Fatal("a clone of a new object lost node_count 0")
+	}
+	Unset(ng, "node_count")
+	if IsSet(ng, "node_count") || HasChanged(ng, "node_count") {
+		t.Fatal("Unset did not unset node_count")
+	}
+	ng.NodeCount = 0
+	if IsSet(ng, "node_count") {
+		t.Fatal("after Unset, 0 is the unset value again")
+	}
+	ng.NodeCount = 2
+	if !IsSet(ng, "node_count") {
+		t.Fatal("node_count 2 should be set")
+	}
+
+	loaded := &NodeGroup{NodeCount: 3}
+	ResetChanges(loaded)
+	loaded.NodeCount = 0
+	if !HasChanged(loaded, "node_count") {
+		t.Fatal("a loaded node_count set to 0 should have changed")
 	}
 }

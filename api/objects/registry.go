@@ -156,6 +156,9 @@ type fieldInfo struct {
 	nullable       bool
 	hasDef         bool
 	def            any // default as a Go value of the field's type (bool or int64 or string)
+	// zeroNotDefault: the Go zero value is not the default (node_count's 1,
+	// floating_ip_enabled's true), so it is set whenever written in Go.
+	zeroNotDefault bool
 	since          version
 	until          version // zero: no upper bound
 	secret         bool
@@ -299,6 +302,7 @@ func parseField(index int, sf reflect.StructField, tag string) fieldInfo {
 			n, _ := parseIntLiteral(s)
 			f.def = n
 		}
+		f.zeroNotDefault = !f.ptr && !reflect.ValueOf(f.def).IsZero()
 	}
 	return f
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,19 +109,17 @@ func contextOrder() [29]string {
 
 // addContext appends the _context_* keys of m in magnum's order, then any
 // other key sorted.
-func addContext(ob *orderedObject, m map[string]any) error {
+func addContext(ob *orderedObject, m map[string]any) {
 	order := contextOrder()
 	matched := 0
 	for _, k := range order {
 		if v, ok := m[k]; ok {
 			matched++
-			if err := ob.addPrefixed("_context_", k, v); err != nil {
-				return err
-			}
+			ob.addPrefixed("_context_", k, v)
 		}
 	}
 	if matched == len(m) {
-		return nil
+		return
 	}
 	var rest []string
 	for k := range m {
@@ -130,11 +129,8 @@ func addContext(ob *orderedObject, m map[string]any) error {
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		if err := ob.addPrefixed("_context_", k, m[k]); err != nil {
-			return err
-		}
+		ob.addPrefixed("_context_", k, m[k])
 	}
-	return nil
 }
 
 func inContextOrder(k string) bool {
@@ -149,9 +145,7 @@ func inContextOrder(k string) bool {
 // encodeRequest builds the enveloped request body.
 func encodeRequest(ctx context.Context, t Target, method string, args any, msgID, replyQ string, cmTimeout time.Duration) ([]byte, error) {
 	var ob orderedObject
-	if err := ob.add("method", method); err != nil {
-		return nil, err
-	}
+	ob.add("method", method)
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -162,27 +156,29 @@ func encodeRequest(ctx context.Context, t Target, method string, args any, msgID
 	if pyTypeName(raw) != "dict" {
 		return nil, fmt.Errorf("args of %s must encode as a JSON object, not %s", method, pyTypeName(raw))
 	}
-	_ = ob.add("args", pyjson.Raw(raw)) // laid out already
+	ob.add("args", pyjson.Raw(raw)) // laid out already
 	if t.Namespace != "" {
-		_ = ob.add("namespace", t.Namespace)
+		ob.add("namespace", t.Namespace)
 	}
 	if t.Version != "" {
-		_ = ob.add("version", t.Version)
+		ob.add("version", t.Version)
 	}
 	if msgID != "" {
-		_ = ob.add("_msg_id", msgID)
-		_ = ob.add("_reply_q", replyQ)
+		ob.add("_msg_id", msgID)
+		ob.add("_reply_q", replyQ)
 		var to any
 		if cmTimeout > 0 {
 			to = int(cmTimeout / time.Second)
 		}
-		_ = ob.add("_timeout", to)
+		ob.add("_timeout", to)
 	}
-	_ = ob.add("_unique_id", uuidHex())
-	if err := addContext(&ob, request.From(ctx).ToWire()); err != nil {
+	ob.add("_unique_id", uuidHex())
+	addContext(&ob, request.From(ctx).ToWire())
+	msg, err := ob.bytes()
+	if err != nil {
 		return nil, err
 	}
-	return wrapEnvelope(ob.bytes())
+	return wrapEnvelope(msg)
 }
 
 func (c *Client) topicPublishing(t Target, body []byte, expiration string) publishing {
@@ -320,6 +316,9 @@ func (c *Client) Call(ctx context.Context, t Target, method string, args any, co
 				return nil, fmt.Errorf("sending %s: %w", method, err)
 			}
 		case r := <-replies:
+			if r.Err != nil {
+				return nil, fmt.Errorf("oslo: %s: %w", method, r.Err)
+			}
 			if r.Failure != nil {
 				f, err := DecodeFailure(*r.Failure)
 				if err != nil {
@@ -452,8 +451,12 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 func (c *Client) deliverReply(body []byte) {
 	r, err := decodeReplyBody(body)
 	if err != nil {
-		c.log.Warn("dropping undecodable reply", "error", err.Error())
-		return
+		if r.MsgID == "" {
+			c.log.Warn("dropping undecodable reply", "error", err.Error())
+			return
+		}
+		// The call it answers fails now rather than at its timeout.
+		r = replyMessage{MsgID: r.MsgID, Err: err}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -510,8 +513,10 @@ func decodeReplyBody(body []byte) (replyMessage, error) {
 				uniqueID = v
 			}
 		}) {
-			r := replyMessage{Result: result, Ending: string(ending) == "true",
-				MsgID: jsonString(msgID), UniqueID: jsonString(uniqueID)}
+			r := replyMessage{Result: result}
+			if err := replyMembers(&r, ending, msgID, uniqueID); err != nil {
+				return r, err
+			}
 			if failure != nil && !isNull(failure) {
 				f, ok := validJSONValue(failure)
 				s, isString := f.(string)
@@ -530,36 +535,54 @@ func decodeReplyBody(body []byte) (replyMessage, error) {
 	return decodeReply(msg)
 }
 
-// jsonString is the JSON string v, or "" for any other value (as
-// json.Unmarshal into an empty string leaves it).
-func jsonString(v json.RawMessage) string {
-	if x, ok := validJSONValue(v); ok {
-		if s, ok := x.(string); ok {
-			return s
+// replyMembers reads a reply's ending, _msg_id and _unique_id (each nil
+// when absent) into r. Absent or null they are false or "", as oslo's
+// message.get reads them; any other value of the wrong type makes the
+// reply malformed. _msg_id is read first, so that a malformed reply can
+// still fail the call it answers.
+func replyMembers(r *replyMessage, ending, msgID, uniqueID json.RawMessage) error {
+	var bad []string
+	str := func(name string, raw json.RawMessage, dst *string) {
+		if raw == nil || isNull(raw) {
+			return
+		}
+		if v, ok := validJSONValue(raw); ok {
+			if s, ok := v.(string); ok {
+				*dst = s
+				return
+			}
+		}
+		bad = append(bad, fmt.Sprintf("%s is not a string: %.64s", name, raw))
+	}
+	str("_msg_id", msgID, &r.MsgID)
+	str("_unique_id", uniqueID, &r.UniqueID)
+	if ending != nil && !isNull(ending) {
+		v, _ := validJSONValue(ending)
+		if b, ok := v.(bool); ok {
+			r.Ending = b
+		} else {
+			bad = append(bad, fmt.Sprintf("ending is not a boolean: %.64s", ending))
 		}
 	}
-	return ""
+	if bad != nil {
+		return fmt.Errorf("malformed reply: %s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // decodeReply reads the fields of a reply from its decoded inner message.
 func decodeReply(msg map[string]json.RawMessage) (replyMessage, error) {
 	var r replyMessage
 	r.Result = msg["result"]
+	if err := replyMembers(&r, msg["ending"], msg["_msg_id"], msg["_unique_id"]); err != nil {
+		return r, err
+	}
 	if raw, ok := msg["failure"]; ok && !isNull(raw) {
 		var f string
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return r, fmt.Errorf("failure is not a string: %w", err)
 		}
 		r.Failure = &f
-	}
-	if raw, ok := msg["ending"]; ok {
-		_ = json.Unmarshal(raw, &r.Ending)
-	}
-	if raw, ok := msg["_msg_id"]; ok {
-		_ = json.Unmarshal(raw, &r.MsgID)
-	}
-	if raw, ok := msg["_unique_id"]; ok {
-		_ = json.Unmarshal(raw, &r.UniqueID)
 	}
 	return r, nil
 }

@@ -19,7 +19,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/openstack/magnum-conductor/tlschain"
+	"github.com/openstack/magnum-conductor/internal/tlschain"
 )
 
 // dialer opens AMQP connections to the brokers of a transport URL, failing

@@ -331,9 +331,11 @@ func Method[T any](fn func(ctx context.Context, args T) (any, error)) MethodFunc
 			seen[kw.Name] = true
 			// The value is a member of the decoded (valid) message: copied
 			// as it is, only to be unmarshaled below.
-			if err := ob.add(kw.Name, pyjson.Raw(kw.Value)); err != nil {
-				return nil, exception.Builtin("TypeError", err.Error())
-			}
+			ob.add(kw.Name, pyjson.Raw(kw.Value))
+		}
+		body, err := ob.bytes()
+		if err != nil {
+			return nil, exception.Builtin("TypeError", err.Error())
 		}
 		var missing []string
 		for _, n := range spec.names {
@@ -352,7 +354,7 @@ func Method[T any](fn func(ctx context.Context, args T) (any, error)) MethodFunc
 		if len(call.Args) == 0 {
 			return fn(ctx, args) // what unmarshaling {} would give
 		}
-		if err := json.Unmarshal(ob.bytes(), &args); err != nil {
+		if err := json.Unmarshal(body, &args); err != nil {
 			return nil, exception.Builtin("TypeError", fmt.Sprintf("%s bad argument: %v", qual, err))
 		}
 		return fn(ctx, args)

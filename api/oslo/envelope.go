@@ -245,6 +245,9 @@ type replyMessage struct {
 	Ending   bool            `json:"ending"`
 	MsgID    string          `json:"_msg_id"`
 	UniqueID string          `json:"_unique_id"`
+	// Err says why the reply is malformed (a member of the wrong type);
+	// the call it answers fails with it at once.
+	Err error `json:"-"`
 }
 
 // encodeReply builds the enveloped body of a reply; result is any value
@@ -279,13 +282,16 @@ func appendReply(dst []byte, msgID string, result any, failure *string, ending b
 	// The members after result, as orderedObject lays them out.
 	rest := orderedObject{buf: make([]byte, 0, 160), count: 1}
 	if failure != nil {
-		_ = rest.add("failure", *failure)
+		rest.add("failure", *failure)
 	} else {
-		_ = rest.add("failure", nil)
+		rest.add("failure", nil)
 	}
-	_ = rest.add("ending", ending)
-	_ = rest.add("_msg_id", msgID)
-	_ = rest.add("_unique_id", uuidHex())
+	rest.add("ending", ending)
+	rest.add("_msg_id", msgID)
+	rest.add("_unique_id", uuidHex())
+	if rest.err != nil {
+		return nil, rest.err
+	}
 	const head = `{"result": `
 	out := slices.Grow(dst[:0], len(envelopePrefix)+len(head)+len(res)+len(res)/4+2*len(rest.buf)+8)
 	out = append(out, envelopePrefix...)
@@ -300,18 +306,24 @@ func appendReply(dst []byte, msgID string, result any, failure *string, ending b
 }
 
 // orderedObject appends key/value pairs to a JSON object in order, laid
-// out as Python's json.dumps does.
+// out as Python's json.dumps does. Its error is sticky: the first value
+// that cannot be encoded stops every later add, and bytes returns it, so
+// a caller checks once, at the end, and cannot forget.
 type orderedObject struct {
 	buf   []byte
 	count int
+	err   error
 }
 
-func (o *orderedObject) add(key string, value any) error {
-	return o.addPrefixed("", key, value)
+func (o *orderedObject) add(key string, value any) {
+	o.addPrefixed("", key, value)
 }
 
 // addPrefixed adds prefix+key without building the concatenated key.
-func (o *orderedObject) addPrefixed(prefix, key string, value any) error {
+func (o *orderedObject) addPrefixed(prefix, key string, value any) {
+	if o.err != nil {
+		return
+	}
 	mark := len(o.buf)
 	if o.buf == nil {
 		o.buf = make([]byte, 0, 2048)
@@ -328,15 +340,19 @@ func (o *orderedObject) addPrefixed(prefix, key string, value any) error {
 	var err error
 	if o.buf, err = pyjson.Append(o.buf, value); err != nil {
 		o.buf = o.buf[:mark]
-		return fmt.Errorf("encoding %q: %w", key, err)
+		o.err = fmt.Errorf("encoding %q: %w", prefix+key, err)
+		return
 	}
 	o.count++
-	return nil
 }
 
-func (o *orderedObject) bytes() []byte {
-	if o.count == 0 {
-		return []byte("{}")
+// bytes is the object, or the first error of an add.
+func (o *orderedObject) bytes() ([]byte, error) {
+	if o.err != nil {
+		return nil, o.err
 	}
-	return append(o.buf, '}')
+	if o.count == 0 {
+		return []byte("{}"), nil
+	}
+	return append(o.buf, '}'), nil
 }

@@ -130,8 +130,8 @@ func (f *Failure) Error() *exception.Error {
 		// MagnumException(message, **kwargs): an explicit message that
 		// differs from the class format is kept so that it survives a
 		// re-send.
-		if m, ok := f.Args[0].(string); ok && exception.Known(e.Class) {
-			if exception.New(e.Class, copyMap(e.Kwargs)).Message != m {
+		if m, ok := f.Args[0].(string); ok {
+			if c, known := exception.Lookup(e.Class); known && c.New(copyMap(e.Kwargs)).Message != m {
 				e.Kwargs["message"] = m
 			}
 		}

@@ -249,8 +249,8 @@ func TestGoldenFailureRoundTrip(t *testing.T) {
 			if !asRemoteTB(e, &rt) || len(rt.Lines) != len(orig.TB) {
 				t.Errorf("remote traceback not kept")
 			}
-			if orig.Module == exception.ModuleMagnum && exception.Known(orig.Class) {
-				var target = exception.New(orig.Class, nil)
+			if c, known := exception.Lookup(orig.Class); orig.Module == exception.ModuleMagnum && known {
+				var target = c.New(nil)
 				if !errorsIs(e, target) {
 					t.Errorf("errors.Is(%s) false", orig.Class)
 				}

@@ -250,7 +250,7 @@ func TestInteropGoClientCallsPythonServer(t *testing.T) {
 	_, err := c.Call(ctx, tgt, "fail_not_supported", nil)
 	var ex *exception.Error
 	if !errors.As(err, &ex) || ex.Class != "NotSupported" || ex.Code != 400 || ex.Message != "Resizing is not supported." ||
-		ex.Kwargs["operation"] != "Resizing" || !errors.Is(err, exception.New("NotSupported", nil)) {
+		ex.Kwargs["operation"] != "Resizing" || !errors.Is(err, exception.ClassNotSupported.New(nil)) {
 		t.Errorf("NotSupported: %#v", err)
 	}
 	_, err = c.Call(ctx, tgt, "fail_conflict_message", nil)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func TestKombuCompressionNames(t *testing.T) {
@@ -214,6 +216,7 @@ func TestLiveCancelOnFailoverReachesTheBroker(t *testing.T) {
 // channels kept, and those idle past conn_pool_ttl are closed when a
 // channel is taken, oldest first, down to conn_pool_min_size.
 func TestLivePublisherPoolSizeAndTTL(t *testing.T) {
+	testkit.NeedsService(t, "RabbitMQ")
 	r := DefaultOptions().Rabbit
 	r.PoolSize, r.PoolMinSize, r.PoolTTL = 3, 1, 300*time.Millisecond
 	u, err := ParseTransportURL(brokerURL)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 const brokerURL = "rabbit://guest:guest@127.0.0.1:5672/"
@@ -37,6 +38,7 @@ func newEnv(t *testing.T) *testEnv {
 	opts.TransportURL = brokerURL
 	opts.ControlExchange = "test_" + uuidHex()[:12]
 	opts.Rabbit.MissingConsumerRetryTimeout = 5 * time.Second
+	testkit.NeedsService(t, "RabbitMQ")
 	conn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
 	if err != nil {
 		t.Fatalf("RabbitMQ at 127.0.0.1:5672 is required: %v", err)
@@ -270,7 +272,7 @@ func TestLiveCallCastFanoutAndFailures(t *testing.T) {
 		checkTracebackHasNoSourcePaths(t, f.method, err)
 	}
 	_, err = c.Call(ctx, tgt, "not_found", map[string]any{"value": "x"})
-	if !errors.Is(err, exception.New("ResourceNotFound", nil)) {
+	if !errors.Is(err, exception.ClassResourceNotFound.New(nil)) {
 		t.Errorf("ClusterNotFound should match ResourceNotFound: %v", err)
 	}
 
@@ -379,6 +381,16 @@ func TestLiveCallTimeoutAndCallMonitor(t *testing.T) {
 	if err != nil || string(res) != `"slept"` {
 		t.Fatalf("call-monitored call: %s %v", res, err)
 	}
+}
+
+// readyMessages is the number of messages ready (not delivered) in queue.
+func (e *testEnv) readyMessages(ch *amqp.Channel, queue string) int {
+	e.t.Helper()
+	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return q.Messages
 }
 
 // publishRaw sends body to the test topic as a raw AMQP message.
@@ -624,20 +636,9 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the call is in flight (the topic queue is drained).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		q, err := ch.QueueDeclarePassive(e.topic, false, false, false, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q.Messages == 0 && len(s.sem) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("call never started")
-		}
-		time.Sleep(10 * time.Millisecond) // polling broker state, not synchronising goroutines
-	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		return e.readyMessages(ch, e.topic) == 0 && len(s.sem) == 1
+	}, "call never started")
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Stop(context.Background()) }()
 	<-s.loopDone // consumers cancelled and fanout queue deleted before the in-flight call ends
@@ -817,7 +818,16 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // delivered to the listener, waiting for the worker
+	// All three delivered to the listener (Cast returns once the broker has
+	// the message; none is ready in the queue any more: they wait,
+	// unacknowledged, for the worker).
+	ch, err := e.raw.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	testkit.Eventually(t, 10*time.Second, func() bool { return e.readyMessages(ch, e.topic) == 0 },
+		"the casts were not delivered to the listener")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {

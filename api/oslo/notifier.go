@@ -131,19 +131,15 @@ func withoutSecrets(v any) any {
 // encodeNotification builds the inner notification message.
 func (n *Notifier) encodeNotification(ctx context.Context, priority, eventType string, payload any) ([]byte, error) {
 	var ob orderedObject
-	_ = ob.add("message_id", uuidDashed())
-	_ = ob.add("publisher_id", n.publisherID)
-	_ = ob.add("event_type", eventType)
-	_ = ob.add("priority", priority)
-	if err := ob.add("payload", payload); err != nil {
-		return nil, err
-	}
-	_ = ob.add("timestamp", n.now().UTC().Format("2006-01-02 15:04:05.000000"))
-	_ = ob.add("_unique_id", uuidHex())
-	if err := addContext(&ob, sanitizedContext(request.From(ctx))); err != nil {
-		return nil, err
-	}
-	return ob.bytes(), nil
+	ob.add("message_id", uuidDashed())
+	ob.add("publisher_id", n.publisherID)
+	ob.add("event_type", eventType)
+	ob.add("priority", priority)
+	ob.add("payload", payload)
+	ob.add("timestamp", n.now().UTC().Format("2006-01-02 15:04:05.000000"))
+	ob.add("_unique_id", uuidHex())
+	addContext(&ob, sanitizedContext(request.From(ctx)))
+	return ob.bytes()
 }
 
 // Notify sends one notification: priority "INFO", "ERROR", ... (sent in

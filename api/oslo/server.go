@@ -1,6 +1,7 @@
 package oslo
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -699,6 +700,9 @@ func (s *Server) handle(req *Request) error {
 	}
 	start := time.Now()
 	result, err := s.dispatch(ctx, req, log)
+	// handle owns the result (a *pyjson.Buffer is pooled): the reply is
+	// built from it before handle returns, and nothing keeps it after.
+	defer pyjson.Release(result)
 	if stopHB != nil {
 		stopHB()
 	}
@@ -722,7 +726,6 @@ func (s *Server) handle(req *Request) error {
 		log.Debug("RPC method done", "duration", time.Since(start).String())
 	}
 	if req.MsgID == "" {
-		pyjson.Release(result)
 		return err
 	}
 	s.reply(req, result, err, log)
@@ -816,29 +819,28 @@ func buildReply(dst []byte, msgID string, result any, err error) ([]byte, error)
 	return appendReply(dst, msgID, nil, &f, true)
 }
 
-// reply sends the single final reply. A reply returned by the broker
-// (missing reply queue) is retried every 0.25 s for
+// reply sends the single final reply; result stays its caller's. A reply
+// returned by the broker (missing reply queue) is retried every 0.25 s for
 // kombu_missing_consumer_retry_timeout in the background, without holding
-// a worker. A result in a *pyjson.Buffer is released once no reply needs it.
+// a worker, from a copy of the body.
 func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 	if req.ReplyQ == "" {
 		log.Warn("call without a reply queue; no reply sent")
-		pyjson.Release(result)
 		return
 	}
 	if s.replyQueueObsolete(req.ReplyQ) {
 		log.Info("reply queue is gone; not replying", "reply_q", request.Bound(req.ReplyQ))
-		pyjson.Release(result)
 		return
 	}
-	// The body is written to the socket by the time publish returns, so its
-	// buffer serves the next reply.
+	// The body's buffer has one owner, this function, and goes back to the
+	// pool when it returns: publish returns once the broker has confirmed
+	// the message (TestPublishedBodyIsTheBrokers), so nothing reads the
+	// buffer afterwards; a retry gets its own copy.
 	buf := pyjson.GetBuffer()
 	defer buf.Release()
 	body, berr := buildReply(buf.B, req.MsgID, result, err)
 	if berr != nil {
 		log.Error("cannot encode reply", "error", berr.Error())
-		pyjson.Release(result)
 		return
 	}
 	buf.B = body
@@ -848,21 +850,21 @@ func (s *Server) reply(req *Request, result any, err error, log *slog.Logger) {
 	var re *ReturnedError
 	switch {
 	case perr == nil:
-		pyjson.Release(result)
 	case errors.As(perr, &re):
+		retry := bytes.Clone(body)
 		s.inflight.Add(1)
 		go func() {
 			defer s.inflight.Done()
-			defer pyjson.Release(result)
-			s.retryReply(req, result, err, log)
+			s.retryReply(req, retry, log)
 		}()
 	default:
-		pyjson.Release(result)
 		log.Error("sending reply failed", "error", perr.Error(), "reply_q", request.Bound(req.ReplyQ))
 	}
 }
 
-func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logger) {
+// retryReply publishes body, a reply the broker returned, until it is
+// taken or kombu_missing_consumer_retry_timeout has passed.
+func (s *Server) retryReply(req *Request, body []byte, log *slog.Logger) {
 	deadline := time.Now().Add(s.opts.Rabbit.MissingConsumerRetryTimeout)
 	for {
 		log.Debug("reply could not be sent due to a missing queue, retrying", "reply_q", request.Bound(req.ReplyQ))
@@ -873,10 +875,6 @@ func (s *Server) retryReply(req *Request, result any, err error, log *slog.Logge
 			s.markObsolete(req.ReplyQ)
 			log.Error(fmt.Sprintf("The reply %s failed to send after %d seconds due to a missing queue (%s). Abandoning...",
 				request.Bound(req.MsgID), int(s.opts.Rabbit.MissingConsumerRetryTimeout/time.Second), request.Bound(req.ReplyQ)))
-			return
-		}
-		body, berr := buildReply(nil, req.MsgID, result, err)
-		if berr != nil {
 			return
 		}
 		ctx, cancel := context.WithDeadline(s.pubCtx, deadline)

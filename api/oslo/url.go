@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openstack/magnum-conductor/pyurl"
+	"github.com/openstack/magnum-conductor/internal/pyurl"
 )
 
 // TransportHost is one broker of a transport URL.

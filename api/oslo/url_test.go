@@ -138,10 +138,12 @@ func TestPythonJSONLayout(t *testing.T) {
 func TestContextKeysOutsideMagnumsListAreSent(t *testing.T) {
 	var ob orderedObject
 	m := map[string]any{"user": "u", "trace_info": "t"}
-	if err := addContext(&ob, m); err != nil {
+	addContext(&ob, m)
+	got, err := ob.bytes()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(ob.bytes()); got != `{"_context_user": "u", "_context_trace_info": "t"}` {
+	if string(got) != `{"_context_user": "u", "_context_trace_info": "t"}` {
 		t.Fatalf("got %s", got)
 	}
 }

@@ -17,8 +17,9 @@ const workerIdle = 10 * time.Second
 // retired by reap, not by a timer per task.
 type workerPool struct {
 	mu     sync.Mutex
-	idle   []*worker // most recently used last
-	closed bool      // no more idling: workers exit after their request
+	idle   []*worker      // most recently used last
+	closed bool           // no more idling: workers exit after their request
+	live   sync.WaitGroup // workers started and not exited
 }
 
 type worker struct {
@@ -39,10 +40,12 @@ func (p *workerPool) run(task func()) {
 	p.mu.Unlock()
 	w := &worker{in: make(chan func(), 1)}
 	w.in <- task
+	p.live.Add(1)
 	go p.loop(w)
 }
 
 func (p *workerPool) loop(w *worker) {
+	defer p.live.Done()
 	for task := range w.in {
 		task()
 		w.lastUsed = time.Now()

@@ -2,10 +2,11 @@ package oslo
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func idleWorkers(p *workerPool) int {
@@ -18,13 +19,7 @@ func idleWorkers(p *workerPool) int {
 // their request, on their own goroutine).
 func waitIdle(t *testing.T, p *workerPool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for idleWorkers(p) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d idle workers, want %d", idleWorkers(p), n)
-		}
-		runtime.Gosched()
-	}
+	testkit.Eventually(t, 5*time.Second, func() bool { return idleWorkers(p) == n }, "waiting for %d idle workers", n)
 }
 
 func TestWorkerPoolReusesIdleWorkersAndRetiresThem(t *testing.T) {
@@ -85,7 +80,15 @@ func TestWorkerPoolStopsIdlingWhenClosed(t *testing.T) {
 	<-done
 	close(release)
 	<-served
-	time.Sleep(10 * time.Millisecond) // let the worker return instead of parking
+	// The worker exits after its request: one that parked itself in the
+	// closed pool would never be retired, and live would not drop to 0.
+	exited := make(chan struct{})
+	go func() { p.live.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the worker did not exit after its request in a closed pool: %d idle", idleWorkers(p))
+	}
 	if n := idleWorkers(p); n != 0 {
 		t.Fatalf("a worker parked itself in a closed pool: %d idle", n)
 	}

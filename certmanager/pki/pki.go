@@ -239,7 +239,7 @@ func (is Issuer) NewClient(pub crypto.PublicKey, commonName, organization string
 // InvalidCsr(csr).
 func ParseCSR(csrPEM string) (*x509.CertificateRequest, error) {
 	invalid := func(cause error) error {
-		e := exception.New("InvalidCsr", map[string]any{"csr": csrPEM})
+		e := exception.ClassInvalidCsr.New(map[string]any{"csr": csrPEM})
 		e.Cause = cause
 		return e
 	}
@@ -301,7 +301,7 @@ func (p Policy) Filter(in []pkix.Extension) ([]pkix.Extension, error) {
 		if name == "" {
 			name = ext.Id.String()
 		}
-		return exception.New("CertificateValidationError", map[string]any{"extension": name})
+		return exception.ClassCertificateValidationError.New(map[string]any{"extension": name})
 	}
 	var out []pkix.Extension
 	for _, ext := range in {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +18,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
+
+	"github.com/openstack/magnum-conductor/internal/osredact"
 )
 
 // BarbicanOptions are the service credentials ([keystone_auth]) and the
@@ -130,7 +130,7 @@ func (b *Barbican) serviceClient(ctx context.Context) (*gophercloud.ServiceClien
 		auth.Scope.DomainName, auth.Scope.DomainID = "", ""
 	}
 	if err := openstack.AuthenticateV3(ctx, provider, &auth, gophercloud.EndpointOpts{}); err != nil {
-		return nil, storageError("Keystone authentication for Barbican failed: "+describe(err), err)
+		return nil, storageError("Keystone authentication for Barbican failed: "+osredact.Describe(err), err)
 	}
 	client, err := openstack.NewKeyManagerV1(provider, gophercloud.EndpointOpts{
 		Region: o.RegionName, Availability: availability(o.EndpointType),
@@ -150,31 +150,6 @@ func availability(endpointType string) gophercloud.Availability {
 		return gophercloud.AvailabilityAdmin
 	}
 	return gophercloud.AvailabilityPublic
-}
-
-// describe summarises a gophercloud error without response bodies.
-func describe(err error) string {
-	var code gophercloud.ErrUnexpectedResponseCode
-	var netErr net.Error
-	switch {
-	case errors.As(err, &code):
-		return fmt.Sprintf("%s %s returned HTTP %d", code.Method, redactURL(code.URL), code.Actual)
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "request timed out"
-	case errors.Is(err, context.Canceled):
-		return "request cancelled"
-	}
-	return err.Error()
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<url>"
-	}
-	u.User = nil
-	u.RawQuery = ""
-	return u.String()
 }
 
 // refID returns the uuid at the end of a Barbican secret or container URL
@@ -201,7 +176,7 @@ func (b *Barbican) Store(ctx context.Context, c Cert, name string) (ref string, 
 		}
 		for _, s := range created {
 			if derr := secrets.Delete(context.WithoutCancel(ctx), client, refID(s)).ExtractErr(); derr != nil {
-				b.log.WarnContext(ctx, "failed to delete secret during rollback", "secret_ref", s, "error", describe(derr))
+				b.log.WarnContext(ctx, "failed to delete secret during rollback", "secret_ref", s, "error", osredact.Describe(derr))
 			} else {
 				b.log.InfoContext(ctx, "deleted secret during rollback", "secret_ref", s)
 			}
@@ -222,7 +197,7 @@ func (b *Barbican) Store(ctx context.Context, c Cert, name string) (ref string, 
 			Name: p.secretName, Payload: p.payload, PayloadContentType: "text/plain",
 		}).Extract()
 		if err != nil {
-			return "", storageError(fmt.Sprintf("Barbican secret %q: %s", p.secretName, describe(err)), err)
+			return "", storageError(fmt.Sprintf("Barbican secret %q: %s", p.secretName, osredact.Describe(err)), err)
 		}
 		created = append(created, s.SecretRef)
 		refs = append(refs, containers.SecretRef{Name: p.refName, SecretRef: s.SecretRef})
@@ -231,7 +206,7 @@ func (b *Barbican) Store(ctx context.Context, c Cert, name string) (ref string, 
 		Type: containers.CertificateContainer, Name: name, SecretRefs: refs,
 	}).Extract()
 	if err != nil {
-		return "", storageError("Barbican certificate container: "+describe(err), err)
+		return "", storageError("Barbican certificate container: "+osredact.Describe(err), err)
 	}
 	if ctr.ContainerRef == "" {
 		return "", storageError("Barbican returned no container_ref", nil)
@@ -247,7 +222,7 @@ func (b *Barbican) Get(ctx context.Context, ref, _ string) (*Cert, error) {
 	}
 	ctr, err := containers.Get(ctx, client, refID(ref)).Extract()
 	if err != nil {
-		return nil, storageError("Barbican container "+ref+": "+describe(err), err)
+		return nil, storageError("Barbican container "+ref+": "+osredact.Describe(err), err)
 	}
 	var c Cert
 	for _, s := range ctr.SecretRefs {
@@ -266,7 +241,7 @@ func (b *Barbican) Get(ctx context.Context, ref, _ string) (*Cert, error) {
 		}
 		payload, err := b.payload(ctx, client, s.SecretRef)
 		if err != nil {
-			return nil, storageError(fmt.Sprintf("Barbican secret %s of container %s: %s", s.Name, ref, describe(err)), err)
+			return nil, storageError(fmt.Sprintf("Barbican secret %s of container %s: %s", s.Name, ref, osredact.Describe(err)), err)
 		}
 		*dst = payload
 	}
@@ -317,7 +292,7 @@ func (b *Barbican) Delete(ctx context.Context, ref, _ string) error {
 		return nil
 	}
 	if err != nil {
-		return storageError("Barbican container "+ref+": "+describe(err), err)
+		return storageError("Barbican container "+ref+": "+osredact.Describe(err), err)
 	}
 	order := map[string]int{refCertificate: 0, refIntermediates: 1, refPassphrase: 2, refPrivateKey: 3}
 	ordered := make([]string, 4)
@@ -331,11 +306,11 @@ func (b *Barbican) Delete(ctx context.Context, ref, _ string) error {
 			continue
 		}
 		if err := secrets.Delete(ctx, client, refID(s)).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return storageError("Barbican secret "+s+": "+describe(err), err)
+			return storageError("Barbican secret "+s+": "+osredact.Describe(err), err)
 		}
 	}
 	if err := containers.Delete(ctx, client, refID(ref)).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return storageError("Barbican container "+ref+": "+describe(err), err)
+		return storageError("Barbican container "+ref+": "+osredact.Describe(err), err)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ type Backend interface {
 // storageError is CertificateStorageException(msg) with cause kept for
 // the logs.
 func storageError(msg string, cause error) *exception.Error {
-	e := exception.New("CertificateStorageException", map[string]any{"msg": msg})
+	e := exception.ClassCertificateStorageException.New(map[string]any{"msg": msg})
 	e.Cause = cause
 	return e
 }

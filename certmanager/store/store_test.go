@@ -20,7 +20,7 @@ import (
 	"github.com/openstack/magnum-conductor/certmanager/store/barbicantest"
 )
 
-func isClass(err error, class string) bool { return errors.Is(err, exception.New(class, nil)) }
+func isClass(err error, class exception.Class) bool { return errors.Is(err, class.New(nil)) }
 
 func testLogger(buf *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -74,7 +74,7 @@ func TestLocalStoresFilesWithMode0600AndDeletesThem(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("left behind: %v", entries)
 	}
-	if _, err := b.Get(ctx, ref, ""); !isClass(err, "CertificateStorageException") {
+	if _, err := b.Get(ctx, ref, ""); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("get after delete: %v", err)
 	}
 	if strings.Contains(logs.String(), "abcdefghijkl") {
@@ -87,7 +87,7 @@ func TestLocalReadsPythonLayoutAndReportsMissingKey(t *testing.T) {
 	b := store.NewLocal(dir, testLogger(&bytes.Buffer{}))
 	ref := "5b0a3c2e-8d1f-4f4a-9a51-0c1c6a4f2b11"
 	_ = os.WriteFile(filepath.Join(dir, ref+".crt"), []byte("CRT"), 0o644)
-	if _, err := b.Get(context.Background(), ref, ""); !isClass(err, "CertificateStorageException") ||
+	if _, err := b.Get(context.Background(), ref, ""); !isClass(err, exception.ClassCertificateStorageException) ||
 		!strings.Contains(err.Error(), "Private Key could not be read.") {
 		t.Fatalf("err = %v", err)
 	}
@@ -97,7 +97,7 @@ func TestLocalReadsPythonLayoutAndReportsMissingKey(t *testing.T) {
 		t.Fatalf("%v %v", got, err)
 	}
 	for _, bad := range []string{"../etc/passwd", "a/b", ""} {
-		if _, err := b.Get(context.Background(), bad, ""); !isClass(err, "CertificateStorageException") {
+		if _, err := b.Get(context.Background(), bad, ""); !isClass(err, exception.ClassCertificateStorageException) {
 			t.Fatalf("ref %q accepted", bad)
 		}
 	}
@@ -106,7 +106,7 @@ func TestLocalReadsPythonLayoutAndReportsMissingKey(t *testing.T) {
 func TestLocalStoreFailureLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	b := store.NewLocal(filepath.Join(dir, "missing"), testLogger(&bytes.Buffer{}))
-	if _, err := b.Store(context.Background(), sample, "c"); !isClass(err, "CertificateStorageException") {
+	if _, err := b.Store(context.Background(), sample, "c"); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("err = %v", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -140,7 +140,7 @@ func (f *fakeKeyPairDB) GetX509KeyPairByUUID(ctx context.Context, uuid string) (
 	kp, ok := f.rows[uuid]
 	rc := request.From(ctx)
 	if !ok || !(rc.IsAdmin && rc.AllTenants) && objects.Deref(kp.ProjectID) != rc.ProjectID {
-		return nil, exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": uuid})
+		return nil, exception.ClassX509KeyPairNotFound.New(map[string]any{"x509keypair": uuid})
 	}
 	return &kp, nil
 }
@@ -149,7 +149,7 @@ func (f *fakeKeyPairDB) DestroyX509KeyPair(_ context.Context, uuid string) error
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.rows[uuid]; !ok {
-		return exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": uuid})
+		return exception.ClassX509KeyPairNotFound.New(map[string]any{"x509keypair": uuid})
 	}
 	delete(f.rows, uuid)
 	return nil
@@ -174,10 +174,10 @@ func TestX509KeyPairStoresRowForTheRequestProject(t *testing.T) {
 		t.Fatalf("get %v", err)
 	}
 	other := request.With(context.Background(), &request.Context{ProjectID: "p2"})
-	if _, err := b.Get(other, ref, ""); !isClass(err, "X509KeyPairNotFound") {
+	if _, err := b.Get(other, ref, ""); !isClass(err, exception.ClassX509KeyPairNotFound) {
 		t.Fatalf("other project: %v", err)
 	}
-	if err := b.Delete(other, ref, ""); !isClass(err, "X509KeyPairNotFound") || len(db.rows) != 1 {
+	if err := b.Delete(other, ref, ""); !isClass(err, exception.ClassX509KeyPairNotFound) || len(db.rows) != 1 {
 		t.Fatalf("other project deleted: %v", err)
 	}
 	// Periodic tasks use an admin all-tenants context.
@@ -236,7 +236,7 @@ func TestBarbicanStoreGetDeleteAsMagnumLaysItOut(t *testing.T) {
 	if err := b.Delete(ctx, ref, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Get(ctx, ref, ""); !isClass(err, "CertificateStorageException") {
+	if _, err := b.Get(ctx, ref, ""); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("get deleted: %v", err)
 	}
 	if f.AuthCalls != 1 {
@@ -316,7 +316,7 @@ func TestBarbicanFailuresAreStorageExceptionsAndRollBack(t *testing.T) {
 			opts.Timeout = 300 * time.Millisecond
 			b := store.NewBarbican(opts, testLogger(&bytes.Buffer{}))
 			_, err := b.Store(context.Background(), sample, "c")
-			if !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), tt.wantText) {
+			if !isClass(err, exception.ClassCertificateStorageException) || !strings.Contains(err.Error(), tt.wantText) {
 				t.Fatalf("err = %v", err)
 			}
 			if strings.Contains(err.Error(), "abcdefghijkl") || strings.Contains(err.Error(), "MIIF") {
@@ -339,13 +339,13 @@ func TestBarbicanGetAndDelete5xx(t *testing.T) {
 	f.Mu.Lock()
 	f.Fail = func(m, p string) int { return map[bool]int{true: 500}[strings.Contains(p, "/payload")] }
 	f.Mu.Unlock()
-	if _, err := b.Get(context.Background(), ref, ""); !isClass(err, "CertificateStorageException") || !strings.Contains(err.Error(), "HTTP 500") {
+	if _, err := b.Get(context.Background(), ref, ""); !isClass(err, exception.ClassCertificateStorageException) || !strings.Contains(err.Error(), "HTTP 500") {
 		t.Fatalf("get: %v", err)
 	}
 	f.Mu.Lock()
 	f.Fail = func(m, p string) int { return map[bool]int{true: 503}[m == "DELETE"] }
 	f.Mu.Unlock()
-	if err := b.Delete(context.Background(), ref, ""); !isClass(err, "CertificateStorageException") {
+	if err := b.Delete(context.Background(), ref, ""); !isClass(err, exception.ClassCertificateStorageException) {
 		t.Fatalf("delete: %v", err)
 	}
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
+	"github.com/openstack/magnum-conductor/internal/oslolog"
 	"github.com/openstack/magnum-conductor/migrations"
-	"github.com/openstack/magnum-conductor/oslolog"
 )
 
 func main() {

@@ -16,7 +16,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/oslo"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/config"
-	"github.com/openstack/magnum-conductor/config/osloopts"
+	"github.com/openstack/magnum-conductor/internal/osloopts"
 )
 
 // session is one connection to the conductor topic.
@@ -158,13 +158,13 @@ func explain(err error) string {
 	if errors.As(err, &ee) {
 		hint := ""
 		switch {
-		case exception.IsSubclass(ee.Class, "ResourceNotFound"):
+		case exception.IsSubclass(ee.Class, exception.ClassResourceNotFound):
 			hint = "nothing with that name or uuid is visible to this project"
-		case ee.Class == "NotSupported" || exception.IsSubclass(ee.Class, "NotSupported"):
+		case exception.IsSubclass(ee.Class, exception.ClassNotSupported):
 			hint = "the resource's current status or its driver does not allow this operation"
-		case exception.IsSubclass(ee.Class, "Conflict"):
+		case exception.IsSubclass(ee.Class, exception.ClassConflict):
 			hint = "it conflicts with an existing resource"
-		case exception.IsSubclass(ee.Class, "Invalid"):
+		case exception.IsSubclass(ee.Class, exception.ClassInvalid):
 			hint = "a parameter was refused"
 		case ee.Module == exception.ModuleDispatcher:
 			hint = "the conductor does not serve this method or version"

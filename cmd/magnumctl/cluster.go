@@ -150,7 +150,7 @@ func (g *globals) watch(parent context.Context, uuid, first string) error {
 		ctx = contextFrom(ctx, g)
 		c, err := classAction[*objects.Cluster](ctx, s, objects.NameCluster, "get_by_uuid", uuid)
 		cancelCall()
-		if errors.Is(err, exception.New("ClusterNotFound", nil)) {
+		if errors.Is(err, exception.ClassClusterNotFound.New(nil)) {
 			fmt.Fprintf(g.out, "%s  DELETED\n", time.Now().UTC().Format(time.RFC3339))
 			return nil
 		}

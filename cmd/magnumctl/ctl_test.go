@@ -16,6 +16,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func TestServiceStateFollowsMagnumAPI(t *testing.T) {
@@ -68,7 +69,7 @@ func TestExplainNamesTheFailureAndItsMeaning(t *testing.T) {
 	}{
 		{exception.ClusterNotFound("x"), []string{"magnum.common.exception.ClusterNotFound", "Cluster x could not be found.", "nothing with that name"}},
 		{exception.NotSupported(`Updating a cluster when status is "CREATE_IN_PROGRESS"`), []string{"NotSupported", "current status"}},
-		{exception.New("ClusterAlreadyExists", map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
+		{exception.ClassClusterAlreadyExists.New(map[string]any{"uuid": "u"}), []string{"ClusterAlreadyExists", "conflicts"}},
 		{&oslo.TimeoutError{Method: "ping_conductor", After: time.Second}, []string{"is magnum-conductor running"}},
 		{exception.NotImplemented("This feature is not yet implemented."), []string{"builtins.NotImplementedError", "does not implement"}},
 		{exception.DBConnectionError("db: x: connection refused", nil), []string{"oslo_db.exception.DBConnectionError", "cannot reach its database"}},
@@ -173,6 +174,7 @@ func TestDefaultConfigFileIsOsloConfigs(t *testing.T) {
 // the conductor's [oslo_messaging_rabbit] options: with ssl = true it
 // speaks TLS, which the plain AMQP port refuses.
 func TestRabbitOptionsOfTheConfigAreUsed(t *testing.T) {
+	testkit.NeedsService(t, "RabbitMQ") // a plain AMQP listener for the TLS handshake to fail on
 	conf := filepath.Join(t.TempDir(), "magnum.conf")
 	if err := os.WriteFile(conf, []byte("[DEFAULT]\ntransport_url = rabbit://guest:guest@127.0.0.1:5672/\n"+
 		"[oslo_messaging_rabbit]\nssl = true\n"), 0o600); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/oslo"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 const testBroker = "rabbit://guest:guest@127.0.0.1:5672/"
@@ -39,6 +40,7 @@ const watchedUUID = "5d12f6fd-a196-4bf8-ae4b-8f72ec2f2aa9"
 
 func startFakeConductor(t *testing.T, reason string, statuses ...string) *fakeConductor {
 	t.Helper()
+	testkit.NeedsService(t, "RabbitMQ")
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	f := &fakeConductor{exchange: "ctl_" + hex.EncodeToString(b[:]), topic: "ctl_" + hex.EncodeToString(b[:]),

@@ -73,7 +73,7 @@ func one[T objects.Object](o T, err error) (any, error) {
 }
 
 func invalidIdentity(v any) *exception.Error {
-	return exception.New("InvalidIdentity", map[string]any{"identity": v})
+	return exception.ClassInvalidIdentity.New(map[string]any{"identity": v})
 }
 
 // byID calls get with an int-like ident, or fails with notFound(ident) as
@@ -86,39 +86,118 @@ func byID[T objects.Object](v any, get func(int64) (T, error), notFound func(any
 	return one(get(id))
 }
 
+// classMethods is the table of remotable class methods, by object and
+// method name: one function per object below.
 func (h *Handler) classMethods() map[string]map[string]classMethod {
 	s := h.store
-	clusterNF := func(v any) *exception.Error { return exception.ClusterNotFound(v) }
-	ctNF := func(v any) *exception.Error { return exception.ClusterTemplateNotFound(v) }
-	ngNF := func(v any) *exception.Error { return exception.NodeGroupNotFound(v) }
-	kpNF := func(v any) *exception.Error {
-		return exception.New("X509KeyPairNotFound", map[string]any{"x509keypair": v})
+	return map[string]map[string]classMethod{
+		objects.NameCluster:         clusterMethods(s),
+		objects.NameClusterTemplate: clusterTemplateMethods(s),
+		objects.NameNodeGroup:       nodeGroupMethods(s),
+		objects.NameX509KeyPair:     x509KeyPairMethods(s),
+		objects.NameMagnumService:   magnumServiceMethods(s),
+		objects.NameQuota:           quotaMethods(s),
+		objects.NameStats:           statsMethods(s),
+		objects.NameFederation:      federationMethods(s),
 	}
-	fedNF := func(v any) *exception.Error {
-		return exception.New("FederationNotFound", map[string]any{"federation": v})
-	}
-	quotaNF := func(v any) *exception.Error {
-		return exception.New("QuotaNotFound", map[string]any{"msg": "quota id " + pyStr(v) + " ."})
-	}
+}
 
+// The not-found errors of the lookups by id, as the database layer raises
+// them for an id that is not an integer.
+func clusterNotFound(v any) *exception.Error         { return exception.ClusterNotFound(v) }
+func clusterTemplateNotFound(v any) *exception.Error { return exception.ClusterTemplateNotFound(v) }
+func nodeGroupNotFound(v any) *exception.Error       { return exception.NodeGroupNotFound(v) }
+func x509KeyPairNotFound(v any) *exception.Error {
+	return exception.ClassX509KeyPairNotFound.New(map[string]any{"x509keypair": v})
+}
+func federationNotFound(v any) *exception.Error {
+	return exception.ClassFederationNotFound.New(map[string]any{"federation": v})
+}
+func quotaNotFound(v any) *exception.Error {
+	return exception.ClassQuotaNotFound.New(map[string]any{"msg": "quota id " + pyStr(v) + " ."})
+}
+
+// clusterMethods are Cluster's remotable class methods.
+func clusterMethods(s Store) map[string]classMethod {
 	getCluster := func(ctx context.Context, v any) (any, error) {
 		switch {
 		case isIntLikeOK(v):
-			return byID(v, func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNF)
+			return byID(v, func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNotFound)
 		case isUUIDLike(v):
 			return one(s.GetClusterByUUID(ctx, pyStr(v)))
 		}
 		return nil, invalidIdentity(v)
 	}
+	return map[string]classMethod{
+		"get": {sig("get", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
+			return getCluster(ctx, b["cluster_id"])
+		}},
+		"get_by_id": {sig("get_by_id", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
+			return byID(b["cluster_id"], func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNotFound)
+		}},
+		"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetClusterByUUID(ctx, b.str("uuid")))
+		}},
+		"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetClusterByName(ctx, b.str("name")))
+		}},
+		"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+			return filteredCount(ctx, b, clusterFilters, s.CountClusters)
+		}},
+		"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+			return filteredList(ctx, b, clusterFilters, s.ListClusters)
+		}},
+		// get_stats is broken in Magnum (it passes project_id as the
+		// context); here it returns (clusters, nodes) as
+		// dbapi.get_cluster_stats does.
+		"get_stats": {sig("get_stats", opt("project_id")), func(ctx context.Context, b bound) (any, error) {
+			clusters, nodes, err := s.ClusterStats(ctx, b.str("project_id"))
+			if err != nil {
+				return nil, err
+			}
+			return []any{clusters, nodes}, nil
+		}},
+	}
+}
+
+// clusterTemplateMethods are ClusterTemplate's remotable class methods.
+func clusterTemplateMethods(s Store) map[string]classMethod {
 	getCT := func(ctx context.Context, v any) (any, error) {
 		switch {
 		case isIntLikeOK(v):
-			return byID(v, func(id int64) (*objects.ClusterTemplate, error) { return s.GetClusterTemplateByID(ctx, id) }, ctNF)
+			return byID(v, func(id int64) (*objects.ClusterTemplate, error) { return s.GetClusterTemplateByID(ctx, id) }, clusterTemplateNotFound)
 		case isUUIDLike(v):
 			return one(s.GetClusterTemplateByUUID(ctx, pyStr(v)))
 		}
 		return one(s.GetClusterTemplateByName(ctx, pyStr(v)))
 	}
+	return map[string]classMethod{
+		"get": {sig("get", req("cluster_template_id")), func(ctx context.Context, b bound) (any, error) {
+			return getCT(ctx, b["cluster_template_id"])
+		}},
+		"get_by_id": {sig("get_by_id", req("cluster_template_id")), func(ctx context.Context, b bound) (any, error) {
+			return byID(b["cluster_template_id"], func(id int64) (*objects.ClusterTemplate, error) {
+				return s.GetClusterTemplateByID(ctx, id)
+			}, clusterTemplateNotFound)
+		}},
+		"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetClusterTemplateByUUID(ctx, b.str("uuid")))
+		}},
+		"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetClusterTemplateByName(ctx, b.str("name")))
+		}},
+		"list": {listSig("list"), func(ctx context.Context, b bound) (any, error) {
+			opts, err := listOpts(b)
+			if err != nil {
+				return nil, err
+			}
+			return asObjects(s.ListClusterTemplates(ctx, opts, db.ClusterTemplateFilters{}))
+		}},
+	}
+}
+
+// nodeGroupMethods are NodeGroup's remotable class methods.
+func nodeGroupMethods(s Store) map[string]classMethod {
 	getNG := func(ctx context.Context, cluster string, v any) (*objects.NodeGroup, error) {
 		switch {
 		case isIntLikeOK(v):
@@ -129,205 +208,169 @@ func (h *Handler) classMethods() map[string]map[string]classMethod {
 		}
 		return s.GetNodeGroupByName(ctx, cluster, pyStr(v))
 	}
+	return map[string]classMethod{
+		"get": {sig("get", req("cluster_id"), req("nodegroup_id")), func(ctx context.Context, b bound) (any, error) {
+			return one(getNG(ctx, b.str("cluster_id"), b["nodegroup_id"]))
+		}},
+		"get_by_id": {sig("get_by_id", req("cluster"), req("id_")), func(ctx context.Context, b bound) (any, error) {
+			return byID(b["id_"], func(id int64) (*objects.NodeGroup, error) {
+				return s.GetNodeGroupByID(ctx, b.str("cluster"), id)
+			}, nodeGroupNotFound)
+		}},
+		"get_by_uuid": {sig("get_by_uuid", req("cluster"), req("uuid")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetNodeGroupByUUID(ctx, b.str("cluster"), b.str("uuid")))
+		}},
+		"get_by_name": {sig("get_by_name", req("cluster"), req("name")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetNodeGroupByName(ctx, b.str("cluster"), b.str("name")))
+		}},
+		"get_count_all": {sig("get_count_all", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
+			return s.CountNodeGroups(ctx, b.str("cluster_id"))
+		}},
+		"list": {sig("list", append([]param{req("cluster_id")}, append(listParams(), opt("filters"))...)...),
+			func(ctx context.Context, b bound) (any, error) {
+				opts, err := listOpts(b)
+				if err != nil {
+					return nil, err
+				}
+				f, err := b.dict("filters")
+				if err != nil {
+					return nil, err
+				}
+				return asObjects(s.ListNodeGroups(ctx, b.str("cluster_id"), opts, nodeGroupFilters(f)))
+			}},
+		"update_nodegroup": {sig("update_nodegroup", req("cluster_id"), req("nodegroup_id"), req("values")),
+			func(ctx context.Context, b bound) (any, error) {
+				values, err := b.dict("values")
+				if err != nil {
+					return nil, err
+				}
+				cur, err := getNG(ctx, b.str("cluster_id"), b["nodegroup_id"])
+				if err != nil {
+					return nil, err
+				}
+				return one(s.UpdateNodeGroupValues(ctx, b.str("cluster_id"), cur.UUID, values))
+			}},
+	}
+}
 
-	return map[string]map[string]classMethod{
-		objects.NameCluster: {
-			"get": {sig("get", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
-				return getCluster(ctx, b["cluster_id"])
+// x509KeyPairMethods are X509KeyPair's remotable class methods.
+func x509KeyPairMethods(s Store) map[string]classMethod {
+	return map[string]classMethod{
+		"get": {sig("get", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
+			v := b["x509keypair_id"]
+			switch {
+			case isIntLikeOK(v):
+				return byID(v, func(id int64) (*objects.X509KeyPair, error) { return s.GetX509KeyPairByID(ctx, id) }, x509KeyPairNotFound)
+			case isUUIDLike(v):
+				return one(s.GetX509KeyPairByUUID(ctx, pyStr(v)))
+			}
+			return nil, invalidIdentity(v)
+		}},
+		"get_by_id": {sig("get_by_id", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
+			return byID(b["x509keypair_id"], func(id int64) (*objects.X509KeyPair, error) {
+				return s.GetX509KeyPairByID(ctx, id)
+			}, x509KeyPairNotFound)
+		}},
+		"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetX509KeyPairByUUID(ctx, b.str("uuid")))
+		}},
+		"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+			return filteredList(ctx, b, x509Filters, s.ListX509KeyPairs)
+		}},
+	}
+}
+
+// magnumServiceMethods are MagnumService's remotable class methods.
+func magnumServiceMethods(s Store) map[string]classMethod {
+	return map[string]classMethod{
+		"get_by_host_and_binary": {sig("get_by_host_and_binary", req("host"), req("binary")),
+			func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetMagnumServiceByHostAndBinary(ctx, b.str("host"), b.str("binary")))
 			}},
-			"get_by_id": {sig("get_by_id", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
-				return byID(b["cluster_id"], func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNF)
+		"list": {listSig("list"), func(ctx context.Context, b bound) (any, error) {
+			opts, err := listOpts(b)
+			if err != nil {
+				return nil, err
+			}
+			return asObjects(s.ListMagnumServices(ctx, opts))
+		}},
+	}
+}
+
+// quotaMethods are Quota's remotable class methods.
+func quotaMethods(s Store) map[string]classMethod {
+	return map[string]classMethod{
+		"get_quota_by_project_id_resource": {sig("get_quota_by_project_id_resource", req("project_id"), req("resource")),
+			func(ctx context.Context, b bound) (any, error) {
+				return one(s.GetQuotaByProjectResource(ctx, b.str("project_id"), b.str("resource")))
 			}},
-			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetClusterByUUID(ctx, b.str("uuid")))
+		"get_by_id": {sig("get_by_id", req("quota_id")), func(ctx context.Context, b bound) (any, error) {
+			return byID(b["quota_id"], func(id int64) (*objects.Quota, error) { return s.GetQuotaByID(ctx, id) }, quotaNotFound)
+		}},
+		"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+			return filteredList(ctx, b, quotaFilters, s.ListQuotas)
+		}},
+		// quota_get_all_by_project_id calls a dbapi method that does not
+		// exist in Magnum; here it lists the project's quotas.
+		"quota_get_all_by_project_id": {sig("quota_get_all_by_project_id", req("project_id")),
+			func(ctx context.Context, b bound) (any, error) {
+				return asObjects(s.ListQuotasByProject(ctx, b.str("project_id")))
 			}},
-			"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetClusterByName(ctx, b.str("name")))
-			}},
-			"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				return filteredCount(ctx, b, clusterFilters, s.CountClusters)
-			}},
-			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				return filteredList(ctx, b, clusterFilters, s.ListClusters)
-			}},
-			// get_stats is broken in Magnum (it passes project_id as the
-			// context); here it returns (clusters, nodes) as
-			// dbapi.get_cluster_stats does.
-			"get_stats": {sig("get_stats", opt("project_id")), func(ctx context.Context, b bound) (any, error) {
-				clusters, nodes, err := s.ClusterStats(ctx, b.str("project_id"))
-				if err != nil {
-					return nil, err
-				}
-				return []any{clusters, nodes}, nil
-			}},
-		},
-		objects.NameClusterTemplate: {
-			"get": {sig("get", req("cluster_template_id")), func(ctx context.Context, b bound) (any, error) {
-				return getCT(ctx, b["cluster_template_id"])
-			}},
-			"get_by_id": {sig("get_by_id", req("cluster_template_id")), func(ctx context.Context, b bound) (any, error) {
-				return byID(b["cluster_template_id"], func(id int64) (*objects.ClusterTemplate, error) {
-					return s.GetClusterTemplateByID(ctx, id)
-				}, ctNF)
-			}},
-			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetClusterTemplateByUUID(ctx, b.str("uuid")))
-			}},
-			"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetClusterTemplateByName(ctx, b.str("name")))
-			}},
-			"list": {listSig("list"), func(ctx context.Context, b bound) (any, error) {
-				opts, err := listOpts(b)
-				if err != nil {
-					return nil, err
-				}
-				return asObjects(s.ListClusterTemplates(ctx, opts, db.ClusterTemplateFilters{}))
-			}},
-		},
-		objects.NameNodeGroup: {
-			"get": {sig("get", req("cluster_id"), req("nodegroup_id")), func(ctx context.Context, b bound) (any, error) {
-				return one(getNG(ctx, b.str("cluster_id"), b["nodegroup_id"]))
-			}},
-			"get_by_id": {sig("get_by_id", req("cluster"), req("id_")), func(ctx context.Context, b bound) (any, error) {
-				return byID(b["id_"], func(id int64) (*objects.NodeGroup, error) {
-					return s.GetNodeGroupByID(ctx, b.str("cluster"), id)
-				}, ngNF)
-			}},
-			"get_by_uuid": {sig("get_by_uuid", req("cluster"), req("uuid")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetNodeGroupByUUID(ctx, b.str("cluster"), b.str("uuid")))
-			}},
-			"get_by_name": {sig("get_by_name", req("cluster"), req("name")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetNodeGroupByName(ctx, b.str("cluster"), b.str("name")))
-			}},
-			"get_count_all": {sig("get_count_all", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
-				return s.CountNodeGroups(ctx, b.str("cluster_id"))
-			}},
-			"list": {sig("list", append([]param{req("cluster_id")}, append(listParams(), opt("filters"))...)...),
-				func(ctx context.Context, b bound) (any, error) {
-					opts, err := listOpts(b)
-					if err != nil {
-						return nil, err
-					}
-					f, err := b.dict("filters")
-					if err != nil {
-						return nil, err
-					}
-					return asObjects(s.ListNodeGroups(ctx, b.str("cluster_id"), opts, nodeGroupFilters(f)))
-				}},
-			"update_nodegroup": {sig("update_nodegroup", req("cluster_id"), req("nodegroup_id"), req("values")),
-				func(ctx context.Context, b bound) (any, error) {
-					values, err := b.dict("values")
-					if err != nil {
-						return nil, err
-					}
-					cur, err := getNG(ctx, b.str("cluster_id"), b["nodegroup_id"])
-					if err != nil {
-						return nil, err
-					}
-					return one(s.UpdateNodeGroupValues(ctx, b.str("cluster_id"), cur.UUID, values))
-				}},
-		},
-		objects.NameX509KeyPair: {
-			"get": {sig("get", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
-				v := b["x509keypair_id"]
-				switch {
-				case isIntLikeOK(v):
-					return byID(v, func(id int64) (*objects.X509KeyPair, error) { return s.GetX509KeyPairByID(ctx, id) }, kpNF)
-				case isUUIDLike(v):
-					return one(s.GetX509KeyPairByUUID(ctx, pyStr(v)))
-				}
-				return nil, invalidIdentity(v)
-			}},
-			"get_by_id": {sig("get_by_id", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
-				return byID(b["x509keypair_id"], func(id int64) (*objects.X509KeyPair, error) {
-					return s.GetX509KeyPairByID(ctx, id)
-				}, kpNF)
-			}},
-			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetX509KeyPairByUUID(ctx, b.str("uuid")))
-			}},
-			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				return filteredList(ctx, b, x509Filters, s.ListX509KeyPairs)
-			}},
-		},
-		objects.NameMagnumService: {
-			"get_by_host_and_binary": {sig("get_by_host_and_binary", req("host"), req("binary")),
-				func(ctx context.Context, b bound) (any, error) {
-					return one(s.GetMagnumServiceByHostAndBinary(ctx, b.str("host"), b.str("binary")))
-				}},
-			"list": {listSig("list"), func(ctx context.Context, b bound) (any, error) {
-				opts, err := listOpts(b)
-				if err != nil {
-					return nil, err
-				}
-				return asObjects(s.ListMagnumServices(ctx, opts))
-			}},
-		},
-		objects.NameQuota: {
-			"get_quota_by_project_id_resource": {sig("get_quota_by_project_id_resource", req("project_id"), req("resource")),
-				func(ctx context.Context, b bound) (any, error) {
-					return one(s.GetQuotaByProjectResource(ctx, b.str("project_id"), b.str("resource")))
-				}},
-			"get_by_id": {sig("get_by_id", req("quota_id")), func(ctx context.Context, b bound) (any, error) {
-				return byID(b["quota_id"], func(id int64) (*objects.Quota, error) { return s.GetQuotaByID(ctx, id) }, quotaNF)
-			}},
-			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				return filteredList(ctx, b, quotaFilters, s.ListQuotas)
-			}},
-			// quota_get_all_by_project_id calls a dbapi method that does not
-			// exist in Magnum; here it lists the project's quotas.
-			"quota_get_all_by_project_id": {sig("quota_get_all_by_project_id", req("project_id")),
-				func(ctx context.Context, b bound) (any, error) {
-					return asObjects(s.ListQuotasByProject(ctx, b.str("project_id")))
-				}},
-			"update_quota": {sig("update_quota", req("project_id"), req("quota")), func(ctx context.Context, b bound) (any, error) {
-				values, err := b.dict("quota")
-				if err != nil {
-					return nil, err
-				}
-				return one(s.UpdateQuota(ctx, b.str("project_id"), values))
-			}},
-		},
-		objects.NameStats: {
-			"get_cluster_stats": {sig("get_cluster_stats", opt("project_id")), func(ctx context.Context, b bound) (any, error) {
-				clusters, nodes, err := s.ClusterStats(ctx, b.str("project_id"))
-				if err != nil {
-					return nil, err
-				}
-				st := &objects.Stats{Clusters: clusters, Nodes: objects.Int(nodes)}
-				objects.MarkChanged(st, "clusters", "nodes")
-				return st, nil
-			}},
-		},
-		objects.NameFederation: {
-			"get": {sig("get", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
-				v := b["federation_id"]
-				switch {
-				case isIntLikeOK(v):
-					return byID(v, func(id int64) (*objects.Federation, error) { return s.GetFederationByID(ctx, id) }, fedNF)
-				case isUUIDLike(v):
-					return one(s.GetFederationByUUID(ctx, pyStr(v)))
-				}
-				return nil, invalidIdentity(v)
-			}},
-			"get_by_id": {sig("get_by_id", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
-				return byID(b["federation_id"], func(id int64) (*objects.Federation, error) {
-					return s.GetFederationByID(ctx, id)
-				}, fedNF)
-			}},
-			"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetFederationByUUID(ctx, b.str("uuid")))
-			}},
-			"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
-				return one(s.GetFederationByName(ctx, b.str("name")))
-			}},
-			"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				return filteredCount(ctx, b, federationFilters, s.CountFederations)
-			}},
-			"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
-				return filteredList(ctx, b, federationFilters, s.ListFederations)
-			}},
-		},
+		"update_quota": {sig("update_quota", req("project_id"), req("quota")), func(ctx context.Context, b bound) (any, error) {
+			values, err := b.dict("quota")
+			if err != nil {
+				return nil, err
+			}
+			return one(s.UpdateQuota(ctx, b.str("project_id"), values))
+		}},
+	}
+}
+
+// statsMethods are Stats' remotable class methods.
+func statsMethods(s Store) map[string]classMethod {
+	return map[string]classMethod{
+		"get_cluster_stats": {sig("get_cluster_stats", opt("project_id")), func(ctx context.Context, b bound) (any, error) {
+			clusters, nodes, err := s.ClusterStats(ctx, b.str("project_id"))
+			if err != nil {
+				return nil, err
+			}
+			st := &objects.Stats{Clusters: clusters, Nodes: objects.Int(nodes)}
+			objects.MarkChanged(st, "clusters", "nodes")
+			return st, nil
+		}},
+	}
+}
+
+// federationMethods are Federation's remotable class methods.
+func federationMethods(s Store) map[string]classMethod {
+	return map[string]classMethod{
+		"get": {sig("get", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
+			v := b["federation_id"]
+			switch {
+			case isIntLikeOK(v):
+				return byID(v, func(id int64) (*objects.Federation, error) { return s.GetFederationByID(ctx, id) }, federationNotFound)
+			case isUUIDLike(v):
+				return one(s.GetFederationByUUID(ctx, pyStr(v)))
+			}
+			return nil, invalidIdentity(v)
+		}},
+		"get_by_id": {sig("get_by_id", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
+			return byID(b["federation_id"], func(id int64) (*objects.Federation, error) {
+				return s.GetFederationByID(ctx, id)
+			}, federationNotFound)
+		}},
+		"get_by_uuid": {sig("get_by_uuid", req("uuid")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetFederationByUUID(ctx, b.str("uuid")))
+		}},
+		"get_by_name": {sig("get_by_name", req("name")), func(ctx context.Context, b bound) (any, error) {
+			return one(s.GetFederationByName(ctx, b.str("name")))
+		}},
+		"get_count_all": {sig("get_count_all", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+			return filteredCount(ctx, b, federationFilters, s.CountFederations)
+		}},
+		"list": {listSig("list", opt("filters")), func(ctx context.Context, b bound) (any, error) {
+			return filteredList(ctx, b, federationFilters, s.ListFederations)
+		}},
 	}
 }
 

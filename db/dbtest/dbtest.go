@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // EnvMySQLAddr overrides the MariaDB address (default 127.0.0.1:3306).
@@ -31,6 +33,7 @@ func MySQLAddr() string {
 // the test when the server is down.
 func Admin(t testing.TB) *sql.DB {
 	t.Helper()
+	testkit.NeedsService(t, "MariaDB")
 	cfg := mysql.NewConfig()
 	cfg.User = "root"
 	cfg.Net = "tcp"

@@ -430,7 +430,7 @@ func getStatus(ctx context.Context, s *server, id string) (string, error) {
 			[]any{id}, map[string]any{})
 	}
 	if err != nil {
-		if errors.Is(err, exception.New("ClusterNotFound", nil)) {
+		if errors.Is(err, exception.ClassClusterNotFound.New(nil)) {
 			return "", nil
 		}
 		return "", err

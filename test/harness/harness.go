@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // Broker is the RabbitMQ every test uses.
@@ -165,6 +166,7 @@ func Start(t testing.TB, bins *Binaries, confPath string) *Process {
 // StartArgs is Start with further command-line arguments.
 func StartArgs(t testing.TB, bins *Binaries, confPath string, args ...string) *Process {
 	t.Helper()
+	testkit.NeedsService(t, "RabbitMQ (the conductor it starts connects to it)")
 	p := &Process{log: &SyncBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(bins.Conductor, append([]string{"--config-file", confPath}, args...)...)
 	// Killed with the test process if it dies without cleaning up.

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,6 +37,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers/capi"
+	"github.com/openstack/magnum-conductor/internal/osredact"
 )
 
 // Options configure the Issuer.
@@ -191,7 +191,7 @@ func (i *Issuer) Issue(ctx context.Context, c *objects.Cluster) (capi.Credential
 		Unrestricted: false,
 	}).Extract()
 	if err != nil {
-		return capi.Credential{}, failure("cannot create application credential "+name+": "+describe(err), err)
+		return capi.Credential{}, failure("cannot create application credential "+name+": "+osredact.Describe(err), err)
 	}
 	if ac.ID == "" || ac.Secret == "" {
 		return capi.Credential{}, failure("Keystone returned an application credential without id or secret", nil)
@@ -216,7 +216,7 @@ func (i *Issuer) Verify(ctx context.Context, cred capi.Credential) error {
 	defer cancel()
 	r := tokens.Create(ctx, sc, &tokens.AuthOptions{ApplicationCredentialID: cred.ID, ApplicationCredentialSecret: cred.Secret})
 	if r.Err != nil {
-		return failure("application credential "+cred.ID+" does not authenticate: "+describe(r.Err), r.Err)
+		return failure("application credential "+cred.ID+" does not authenticate: "+osredact.Describe(r.Err), r.Err)
 	}
 	if tok, _ := r.ExtractTokenID(); tok == "" {
 		return failure("application credential "+cred.ID+" does not authenticate: Keystone returned no token", nil)
@@ -248,10 +248,10 @@ func (i *Issuer) Revoke(ctx context.Context, c *objects.Cluster, cred capi.Crede
 			i.log.InfoContext(ctx, "deleted application credential", attrs...)
 			return nil
 		case err != nil && !gophercloud.ResponseCodeIs(err, http.StatusForbidden) && !gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
-			return failure("cannot delete application credential "+id+": "+describe(err), err)
+			return failure("cannot delete application credential "+id+": "+osredact.Describe(err), err)
 		case !i.opts.Service.configured():
 			if err != nil {
-				return failure("cannot delete application credential "+id+": "+describe(err), err)
+				return failure("cannot delete application credential "+id+": "+osredact.Describe(err), err)
 			}
 			i.log.WarnContext(ctx, "application credential not found under the requesting user and no [keystone_auth] "+
 				"service credentials to delete it as its owner; it may remain", append(attrs, "owner_user_id", owner)...)
@@ -271,7 +271,7 @@ func (i *Issuer) Revoke(ctx context.Context, c *objects.Cluster, cred capi.Crede
 		return err
 	}
 	if _, err := i.delete(ctx, i.opts.Service.AuthURL, token, owner, id); err != nil {
-		return failure("cannot delete application credential "+id+": "+describe(err), err)
+		return failure("cannot delete application credential "+id+": "+osredact.Describe(err), err)
 	}
 	i.log.InfoContext(ctx, "deleted application credential", append(attrs, "with", "service credentials")...)
 	return nil
@@ -313,7 +313,7 @@ func (i *Issuer) serviceToken(ctx context.Context) (string, error) {
 	})
 	tok, err := r.ExtractTokenID()
 	if err != nil {
-		return "", failure("service authentication ([keystone_auth]) failed: "+describe(err), err)
+		return "", failure("service authentication ([keystone_auth]) failed: "+osredact.Describe(err), err)
 	}
 	if tok == "" {
 		return "", failure("service authentication ([keystone_auth]) failed: Keystone returned no token", nil)
@@ -327,33 +327,4 @@ func failure(msg string, cause error) error {
 	e := exception.New("AuthorizationFailure", map[string]any{"client": "keystone", "message": msg})
 	e.Cause = cause
 	return e
-}
-
-// describe summarises a gophercloud error without response bodies, headers
-// or credentials.
-func describe(err error) string {
-	var code gophercloud.ErrUnexpectedResponseCode
-	var netErr net.Error
-	switch {
-	case errors.As(err, &code):
-		return fmt.Sprintf("%s %s returned HTTP %d", code.Method, redactURL(code.URL), code.Actual)
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "request timed out"
-	case errors.Is(err, context.Canceled):
-		return "request cancelled"
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		return fmt.Sprintf("%s %s: %v", urlErr.Op, redactURL(urlErr.URL), urlErr.Err)
-	}
-	return "unexpected response"
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<url>"
-	}
-	u.User, u.RawQuery = nil, ""
-	return u.String()
 }

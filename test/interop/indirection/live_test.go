@@ -26,6 +26,7 @@ import (
 	"github.com/openstack/magnum-conductor/conductor/indirection"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/harness/pyrelease"
 )
 
@@ -47,6 +48,7 @@ type step struct {
 }
 
 func TestMagnumAPIObjectsScenarioAgainstGoIndirection(t *testing.T) {
+	testkit.NeedsService(t, "RabbitMQ and MariaDB")
 	for _, r := range pyrelease.All() {
 		t.Run(r.Name, func(t *testing.T) { testObjectsScenario(t, r) })
 	}
