@@ -278,7 +278,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		},
 		Spec: clusterv1.ClusterSpec{
 			ClusterNetwork: clusterv1.ClusterNetwork{
-				Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{l.String("calico_ipv4pool")}},
+				Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR(l)}},
 				Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{l.String("service_cluster_ip_range")}},
 				ServiceDomain: l.String("dns_cluster_domain"),
 			},

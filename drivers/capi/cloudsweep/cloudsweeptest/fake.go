@@ -1,6 +1,6 @@
 // Package cloudsweeptest is a small OpenStack (Keystone application
-// credentials, Octavia, Neutron floating IPs, Cinder v3, Nova server
-// groups and flavors) served by
+// credentials, Octavia, Neutron floating IPs, Cinder v3 volumes and
+// types, Manila share types, Nova server groups and flavors) served by
 // httptest, for the tests of package cloudsweep and of the driver's
 // deletes. It keeps load balancers, floating IPs and volumes in memory and
 // records every request, and answers as the real services do where the
@@ -67,6 +67,44 @@ type Cloud struct {
 	flavors  map[string]*Flavor
 	nextID   int
 	requests []string
+	// Volume and share types (names; the default's name, "" for none);
+	// the catalog lists Manila only once share types are set.
+	volTypes, shareTypes     []string
+	defaultVol, defaultShare string
+	manila                   bool
+}
+
+// SetVolumeTypes sets Cinder's volume types and its default ("" for none).
+func (c *Cloud) SetVolumeTypes(names []string, def string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.volTypes, c.defaultVol = names, def
+}
+
+// SetShareTypes adds Manila to the catalog with these share types and
+// default ("" for none).
+func (c *Cloud) SetShareTypes(names []string, def string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shareTypes, c.defaultShare, c.manila = names, def, true
+}
+
+// typesReply answers a list of types (key plural) or the default (key
+// singular), with ids type-<name>.
+func typesReply(w http.ResponseWriter, plural, singular string, names []string, def string, isDefault bool) {
+	if isDefault {
+		if def == "" {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "Default type not found"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{singular: map[string]any{"id": "type-" + def, "name": def, "is_public": true}})
+		return
+	}
+	out := []map[string]any{}
+	for _, n := range names {
+		out = append(out, map[string]any{"id": "type-" + n, "name": n, "is_public": true})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{plural: out})
 }
 
 // New starts a fake cloud, stopped when t ends.
@@ -258,6 +296,10 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.HasPrefix(path, "/compute/v2.1/"):
 		c.serveCompute(w, r, strings.TrimPrefix(path, "/compute/v2.1"))
+	case (path == "/vol/v3/"+ProjectID+"/types" || path == "/vol/v3/"+ProjectID+"/types/default") && r.Method == http.MethodGet:
+		typesReply(w, "volume_types", "volume_type", c.volTypes, c.defaultVol, strings.HasSuffix(path, "/default"))
+	case c.manila && (path == "/share/v2/"+ProjectID+"/types" || path == "/share/v2/"+ProjectID+"/types/default") && r.Method == http.MethodGet:
+		typesReply(w, "share_types", "share_type", c.shareTypes, c.defaultShare, strings.HasSuffix(path, "/default"))
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " " + path})
 	}
@@ -403,16 +445,20 @@ func (c *Cloud) auth(w http.ResponseWriter, r *http.Request) {
 		return map[string]any{"type": typ, "name": typ, "endpoints": []map[string]any{
 			{"interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": url, "id": typ + "-public"}}}
 	}
+	catalog := []map[string]any{
+		endpoint("identity", base+"/identity/v3"),
+		endpoint("load-balancer", base+"/lb"),
+		endpoint("network", base+"/net"),
+		endpoint("block-storage", base+"/vol/v3/"+ProjectID),
+		endpoint("compute", base+"/compute/v2.1"),
+	}
+	if c.manila {
+		catalog = append(catalog, endpoint("shared-file-system", base+"/share/v2/"+ProjectID))
+	}
 	w.Header().Set("X-Subject-Token", token)
 	writeJSON(w, http.StatusCreated, map[string]any{"token": map[string]any{
 		"methods": []string{"application_credential"},
 		"project": map[string]any{"id": ProjectID, "name": "demo", "domain": map[string]any{"id": "default"}},
-		"catalog": []map[string]any{
-			endpoint("identity", base+"/identity/v3"),
-			endpoint("load-balancer", base+"/lb"),
-			endpoint("network", base+"/net"),
-			endpoint("block-storage", base+"/vol/v3/"+ProjectID),
-			endpoint("compute", base+"/compute/v2.1"),
-		},
+		"catalog": catalog,
 	}})
 }
