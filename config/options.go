@@ -36,6 +36,7 @@ type Config struct {
 	Kubernetes        KubernetesOpts        `group:"kubernetes"`
 	Drivers           DriversOpts           `group:"drivers"`
 	CAPIDriver        CAPIDriverOpts        `group:"capi_driver"`
+	Cinder            CinderOpts            `group:"cinder"`
 	SimulatedDriver   SimulatedDriverOpts   `group:"simulated_driver"`
 	Trust             TrustOpts             `group:"trust"`
 	KeystoneAuth      KeystoneAuthOpts      `group:"keystone_auth"`
@@ -244,7 +245,9 @@ type CAPIDriverOpts struct {
 	ClassDir            string            `ini:"class_dir" default:"" help:"Directory of ClusterClass bundles beside the ones this driver ships: each file <version>.yaml holds one ClusterClass named magnum-<version> and the templates it refers to, and replaces the shipped bundle of the same version. For another infrastructure provider or a site's own class, with the same variables; select it with cluster_class_version. Empty uses the shipped bundles only."`
 	CreateTimeout       time.Duration     `ini:"create_timeout" unit:"min" default:"60" min:"1" help:"Minutes a cluster may stay in CREATE_IN_PROGRESS before it is marked CREATE_FAILED, when the cluster sets no create_timeout."`
 	DeleteTimeout       time.Duration     `ini:"delete_timeout" unit:"min" default:"60" min:"1" help:"Minutes a cluster may stay in DELETE_IN_PROGRESS before it is marked DELETE_FAILED."`
-	FlavorLabelDefaults map[string]string `ini:"flavor_label_defaults" help:"Labels applied to every cluster unless the template or cluster sets them, as key:value pairs, for example boot_volume_size:20,boot_volume_type:ssd."`
+	FlavorLabelDefaults map[string]string `ini:"flavor_label_defaults" help:"Labels applied to every cluster unless the template or cluster sets them, as key:value pairs, for example boot_volume_size:20,boot_volume_type:ssd. A label the driver does not know, or a value it refuses, stops the conductor at start."`
+	ManagementCIDRs     []string          `ini:"management_cidrs" help:"CIDRs the management cluster's requests to workload clusters come from (its egress or NAT addresses). They are added to every cluster's non-empty api_master_lb_allowed_cidrs, so that a narrow list never locks Cluster API out of the cluster it manages."`
+	ManagementRouted    bool              `ini:"management_network_routed" default:"false" help:"Whether the management cluster reaches the clusters' private networks (routed, VPN or a shared provider network). When false, clusters whose API has no floating IP (floating_ip_enabled or master_lb_floating_ip_enabled false) are refused at create, since Cluster API could not manage them."`
 	MinFlavorRAMMB      int               `ini:"min_flavor_ram_mb" default:"2048" min:"0" help:"Smallest flavor RAM, in MB, accepted for Kubernetes nodes. Not enforced by this driver version, which does not look flavors up: a warning is logged when it is changed."`
 	MinFlavorVCPUs      int               `ini:"min_flavor_vcpus" default:"2" min:"0" help:"Smallest number of vCPUs accepted for Kubernetes nodes. Not enforced by this driver version, which does not look flavors up: a warning is logged when it is changed."`
 	KubeconfigContext   string            `ini:"kubeconfig_context" default:"" help:"Context of the kubeconfig to use; empty uses its current context."`
@@ -258,13 +261,23 @@ type CAPIDriverOpts struct {
 	AutoscalerImage     string            `ini:"autoscaler_image" default:"registry.k8s.io/autoscaling/cluster-autoscaler" help:"cluster-autoscaler image (without a tag) run in the management cluster for each cluster with autoscaled nodegroups; the tag is the cluster's autoscaler_tag label, else v<Kubernetes minor>.0. Point it at a local registry for air-gapped clouds."`
 	KeystoneTimeout     time.Duration     `ini:"keystone_timeout" unit:"s" default:"30" min:"1" help:"Seconds an HTTP request to Keystone may take when the driver creates, verifies or deletes a cluster's application credential."`
 	AddonsEnabled       bool              `ini:"addons_enabled" default:"true" help:"Deliver add-ons (CNI, OpenStack cloud controller manager, Cinder and Manila CSI, metrics-server, extra_addons_dir) to every cluster with a Cluster API ClusterResourceSet, rendered from Helm charts; a create or update completes once they are applied. The management cluster must serve addons.cluster.x-k8s.io/v1beta2."`
-	Addons              []string          `ini:"addons" default:"cni,cloud-provider,cinder-csi,manila-csi,metrics-server" help:"Built-in add-ons delivered (each still subject to its cluster label): cni, cloud-provider, cinder-csi, manila-csi, metrics-server. Leave one out to install it another way."`
+	Addons              []string          `ini:"addons" default:"cni,cloud-provider,cinder-csi,manila-csi,metrics-server,keystone-auth" help:"Built-in add-ons delivered (each still subject to its cluster label): cni, cloud-provider, cinder-csi, manila-csi, metrics-server, keystone-auth. Leave one out to install it another way."`
 	AddonChartRepos     map[string]string `ini:"addon_chart_repositories" help:"Helm repository (HTTP(S) URL of its index.yaml's folder) per add-on, as name:url pairs; names: calico, cilium, openstack-cloud-controller-manager, cinder-csi, manila-csi, metrics-server. Unset ones use the upstream repositories. For a mirror."`
 	AddonChartNames     map[string]string `ini:"addon_chart_names" help:"Chart name per add-on, as name:chart pairs (default tigera-operator, cilium, openstack-cloud-controller-manager, openstack-cinder-csi, openstack-manila-csi, metrics-server)."`
 	AddonChartVersions  map[string]string `ini:"addon_chart_versions" help:"Chart version per add-on for every Kubernetes version, as name:version pairs, instead of the driver's table by Kubernetes minor. The calico_tag and cilium_tag labels still win."`
 	AddonImageRegistry  string            `ini:"addon_image_registry" default:"" help:"Registry (and path) every image of the built-in add-ons is pulled from, as <registry>/<image name>:<tag>, for air-gapped clouds; a cluster's container_infra_prefix label wins. Empty keeps the charts' images."`
 	AddonChartCacheDir  string            `ini:"addon_chart_cache_dir" default:"$state_path/capi-charts" help:"Directory where fetched add-on charts are kept (by repository, name and version; checked against the repository index's digest when fetched)."`
 	ExtraAddonsDir      string            `ini:"extra_addons_dir" default:"" help:"Directory of a site's own add-ons, delivered to every cluster after the built-in ones: one folder per add-on, named after it, holding chart.yaml (repo, chart, version, namespace, values) or manifests.yaml. Empty: none."`
+}
+
+// CinderOpts is Magnum's [cinder] group: volume defaults of the Cluster API
+// driver's clusters (beneath [capi_driver] flavor_label_defaults and the
+// template's and cluster's labels).
+type CinderOpts struct {
+	DefaultDockerVolumeType string `ini:"default_docker_volume_type" default:"" help:"The default docker volume_type to use for volumes used for docker storage. To use the cinder volumes for docker storage, you need to select a default value. Otherwise, Magnum will select random one."`
+	DefaultEtcdVolumeType   string `ini:"default_etcd_volume_type" default:"" help:"The default etcd volume_type to use for volumes used for etcd storage. To use the cinder volumes for etcd storage, you need to select a default value. Otherwise, Magnum will select random one."`
+	DefaultBootVolumeType   string `ini:"default_boot_volume_type" default:"" help:"The default volume_type to use for boot volumes. To use the cinder volumes for boot volume, you need to select a default value. Otherwise, Magnum will select random one."`
+	DefaultBootVolumeSize   int    `ini:"default_boot_volume_size" default:"0" help:"The default volume size to use for boot volumes."`
 }
 
 // SimulatedDriverOpts is the [simulated_driver] group.

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,10 +48,33 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		ProbeTimeout:        c.ProbeTimeout,
 		CacheSyncTimeout:    c.StartTimeout,
 		AutoscalerImage:     c.AutoscalerImage,
+		ManagementCIDRs:     c.ManagementCIDRs,
+		// Clusters without a floating IP for their API are refused unless
+		// the operator routes the management cluster to them.
+		ManagementNetworkRouted: c.ManagementRouted,
 		AddOns: capi.AddOnOptions{Enabled: c.AddonsEnabled, CacheDir: c.AddonChartCacheDir, Settings: addons.Settings{
 			Repos: c.AddonChartRepos, Charts: c.AddonChartNames, Versions: c.AddonChartVersions,
 			ImageRegistry: c.AddonImageRegistry, ExtraDir: c.ExtraAddonsDir, Builtin: nonNil(c.Addons)}},
 	}
+}
+
+// labelDefaults are the site-wide label defaults: [cinder]'s volume
+// defaults, then [capi_driver] flavor_label_defaults over them.
+func labelDefaults(cinder config.CinderOpts, site map[string]string) map[string]string {
+	out := map[string]string{}
+	for label, v := range map[string]string{
+		"boot_volume_type": cinder.DefaultBootVolumeType, "etcd_volume_type": cinder.DefaultEtcdVolumeType,
+		"docker_volume_type": cinder.DefaultDockerVolumeType,
+	} {
+		if v != "" {
+			out[label] = v
+		}
+	}
+	if cinder.DefaultBootVolumeSize > 0 {
+		out["boot_volume_size"] = strconv.Itoa(cinder.DefaultBootVolumeSize)
+	}
+	maps.Copy(out, site)
+	return out
 }
 
 // nonNil is l, or an empty list for none (the driver's nil means all).
@@ -122,9 +147,6 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string, certs wirin
 		log.Warn("[capi_driver]/cluster_class_name is ignored: the driver names its classes magnum-<cluster_class_version>",
 			"cluster_class_name", c.ClusterClassName)
 	}
-	if len(c.FlavorLabelDefaults) > 0 {
-		log.Warn("[capi_driver]/flavor_label_defaults is not applied by this driver version")
-	}
 	if c.MinFlavorRAMMB != 2048 || c.MinFlavorVCPUs != 2 {
 		log.Warn("[capi_driver]/min_flavor_ram_mb and min_flavor_vcpus are not enforced by this driver version",
 			"min_flavor_ram_mb", c.MinFlavorRAMMB, "min_flavor_vcpus", c.MinFlavorVCPUs)
@@ -139,6 +161,7 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string, certs wirin
 	}
 	opts := capiOptions(c, cloudCACert)
 	opts.Start = capi.RunOptions{AttemptTimeout: c.StartTimeout, RetryMin: capiRetryMin, RetryMax: capiRetryMax}
+	opts.LabelDefaults = labelDefaults(cfg.Cinder, c.FlavorLabelDefaults)
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("[capi_driver]: %w", err)
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,6 +152,10 @@ func TestCAPIDriverConfigurationErrorsStopTheConductor(t *testing.T) {
 		"missing cloud CA file": "[capi_driver]\nkubeconfig = KC\ncloud_ca_file = /nonexistent/ca.pem\n",
 		"bad namespace prefix":  "[capi_driver]\nkubeconfig = KC\nnamespace_prefix = Not_A_Label-\n",
 		"unknown class version": "[capi_driver]\nkubeconfig = KC\ncluster_class_version = v999\n",
+		"unknown label default": "[capi_driver]\nkubeconfig = KC\nflavor_label_defaults = no_such_label:1\n",
+		"bad label default":     "[capi_driver]\nkubeconfig = KC\nflavor_label_defaults = boot_volume_size:big\n",
+		"bad cinder default":    "[capi_driver]\nkubeconfig = KC\n[cinder]\ndefault_boot_volume_type = a b\n",
+		"bad management CIDR":   "[capi_driver]\nkubeconfig = KC\nmanagement_cidrs = 10.0.0.0/33\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := loadTestConfig(t, strings.ReplaceAll(ini, "KC", unreachableKubeconfig(t)))
@@ -293,5 +299,33 @@ func TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning %q in:\n%s", want, logs.String())
 		}
+	}
+}
+
+// [cinder]'s volume defaults and flavor_label_defaults become the driver's
+// label defaults, the site's over Cinder's; the management options map.
+func TestCAPISiteDefaultsMapping(t *testing.T) {
+	cfg := loadTestConfig(t, `[capi_driver]
+flavor_label_defaults = boot_volume_type:gold,http_proxy:http://proxy:3128
+management_cidrs = 203.0.113.0/28,198.51.100.7/32
+management_network_routed = true
+[cinder]
+default_boot_volume_type = silver
+default_boot_volume_size = 20
+default_etcd_volume_type = fast
+`)
+	got := labelDefaults(cfg.Cinder, cfg.CAPIDriver.FlavorLabelDefaults)
+	want := map[string]string{"boot_volume_type": "gold", "boot_volume_size": "20", "etcd_volume_type": "fast",
+		"http_proxy": "http://proxy:3128"}
+	if !maps.Equal(got, want) {
+		t.Errorf("label defaults %v, want %v", got, want)
+	}
+	o := capiOptions(cfg.CAPIDriver, "")
+	if !slices.Equal(o.ManagementCIDRs, []string{"203.0.113.0/28", "198.51.100.7/32"}) || !o.ManagementNetworkRouted {
+		t.Errorf("%+v", o)
+	}
+	o.LabelDefaults = got
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

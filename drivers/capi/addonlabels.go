@@ -21,3 +21,13 @@ func addOnLabelSpecs() LabelSchema {
 		{Name: "container_infra_prefix", Type: LabelString, Help: "registry (and path) every add-on image is pulled from"},
 	}
 }
+
+// podCIDR is the Cluster's pod network: cilium_ipv4pool with
+// network_driver=cilium when set (as magnum-cluster-api), else
+// calico_ipv4pool (10.100.0.0/16 by default).
+func podCIDR(l Labels) string {
+	if l.String("network_driver") == "cilium" && l.String("cilium_ipv4pool") != "" {
+		return l.String("cilium_ipv4pool")
+	}
+	return l.String("calico_ipv4pool")
+}

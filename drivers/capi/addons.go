@@ -77,13 +77,18 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	if err != nil {
 		return err
 	}
+	storage, err := d.addOnStorageTypes(ctx, cred, l)
+	if err != nil {
+		return err
+	}
 	var pods string
 	if b := applied.Spec.ClusterNetwork.Pods.CIDRBlocks; len(b) > 0 {
 		pods = b[0]
 	}
 	set, err := addons.Render(ctx, d.charts, d.opts.AddOns.Settings, addons.Cluster{
 		Name: r.Name, KubeVersion: applied.Spec.Topology.Version, PodCIDR: pods, Labels: l,
-		Credential: cred})
+		Credential: cred, ProjectID: deref(c.ProjectID), VolumeTypes: storage.Volume, DefaultVolumeType: storage.DefaultVolume,
+		ShareTypes: storage.Share})
 	if err != nil {
 		return fmt.Errorf("capi: add-ons of %s: %w", r, err)
 	}
@@ -165,31 +170,7 @@ func (d *Driver) applyOwned(ctx context.Context, gvr schema.GroupVersionResource
 }
 
 // addOnParts serialises objs as YAML documents, in Secrets' worth.
-func addOnParts(objs []addons.Object) ([][]byte, error) {
-	var parts [][]byte
-	var cur []byte
-	for _, o := range objs {
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		if len(b) > maxAddOnSecret {
-			return nil, fmt.Errorf("%s %v is larger than a Secret can hold", o["kind"], o["metadata"].(map[string]any)["name"])
-		}
-		if len(cur)+len(b)+4 > maxAddOnSecret {
-			parts = append(parts, cur)
-			cur = nil
-		}
-		if len(cur) > 0 {
-			cur = append(cur, "---\n"...)
-		}
-		cur = append(cur, b...)
-	}
-	if len(cur) > 0 {
-		parts = append(parts, cur)
-	}
-	return parts, nil
-}
+func addOnParts(objs []addons.Object) ([][]byte, error) { return addons.Parts(objs, maxAddOnSecret) }
 
 // addOnCredential reads the application credential from the cluster's
 // identity Secret (name; "" is the first one's) for the cloud-config.

@@ -3,6 +3,7 @@ package capi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,16 @@ type spec struct {
 	IdentityRef  string // the cloud-credentials Secret name
 	Annotations  map[string]string
 	MaxBatchSize int // 0: CAPI's default rollout
+	// ManagementCIDRs are the management cluster's egress prefixes,
+	// added to a non-empty api_master_lb_allowed_cidrs.
+	ManagementCIDRs []string
+	// ServerGroups are the Nova server group ids of the control plane
+	// (key serverGroupControlPlane) and of each MachineDeployment (its
+	// name); none: machines in no server group.
+	ServerGroups map[string]string
+	// Capacity are the capacity annotations of autoscaled
+	// MachineDeployments, by name.
+	Capacity map[string]map[string]string
 }
 
 func ownerLabels(c *objects.Cluster) map[string]string {
@@ -131,20 +142,14 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 	}
 
 	bootSize, _ := l.Int("boot_volume_size")
-	fip := c.FloatingIPEnabled
-	if b, ok := l.Bool("master_lb_floating_ip_enabled"); ok && c.MasterLBEnabled {
-		fip = b
-	}
+	fip := apiFloatingIP(c, l)
 	dns := []string{} // never null: the variable is an array
 	for _, d := range strings.Split(deref(t.DNSNameserver), ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			dns = append(dns, d)
 		}
 	}
-	vars := []struct {
-		name string
-		v    any
-	}{
+	vars := []namedValue{
 		{"identityRefName", s.IdentityRef},
 		{"cloudName", "openstack"},
 		{"externalNetworkId", deref(t.ExternalNetworkID)},
@@ -154,7 +159,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		{"dnsNameservers", dns},
 		{"apiServerLoadBalancer", map[string]any{
 			"enabled": c.MasterLBEnabled, "provider": l.String("octavia_provider"),
-			"allowedCIDRs": l.List("api_master_lb_allowed_cidrs")}},
+			"allowedCIDRs": allowedCIDRs(l.List("api_master_lb_allowed_cidrs"), s.ManagementCIDRs)}},
 		{"apiServerFloatingIP", fip},
 		{"controlPlaneAvailabilityZones", l.List("control_plane_availability_zones")},
 		{"controlPlaneFlavor", cpFlavor},
@@ -162,6 +167,30 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		{"imageID", image},
 		{"sshKeyName", firstNonEmpty(c.Keypair, t.KeypairID)},
 		{"bootVolume", map[string]any{"size": bootSize, "type": l.String("boot_volume_type")}},
+	}
+	// The options of later classes go only to a class that declares
+	// them (the Cluster webhook refuses an undeclared variable);
+	// LabelWarnings reports the labels an older class does not apply.
+	declared, err := s.Classes.variables(s.ClassVersion)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range optionVariables(l, c, t, []string{l.String("fixed_subnet_cidr"), l.String("calico_ipv4pool"),
+		l.String("service_cluster_ip_range"), "." + l.String("dns_cluster_domain")}) {
+		if declared[v.name] {
+			vars = append(vars, v)
+		}
+	}
+	if declared["nodeLabels"] {
+		nv, err := nodeLabelVariables(l.List("node_labels"), l.List("node_taints"), "the cluster")
+		if err != nil {
+			return nil, err
+		}
+		vars = append(vars, nv...)
+	}
+	if declared["controlPlaneServerGroup"] {
+		vars = append(vars, namedValue{"controlPlaneServerGroup", s.ServerGroups[serverGroupControlPlane]},
+			namedValue{"workerServerGroup", ""})
 	}
 	var cvars []clusterv1.ClusterVariable
 	for _, v := range vars {
@@ -201,6 +230,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 				clusterv1.AutoscalerMinSizeAnnotation: strconv.FormatInt(minN, 10),
 				clusterv1.AutoscalerMaxSizeAnnotation: strconv.FormatInt(maxN, 10),
 			}
+			maps.Copy(md.Metadata.Annotations, s.Capacity[name])
 		} else {
 			md.Replicas = ptr(int32(ng.NodeCount))
 		}
@@ -212,16 +242,31 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 				},
 			}
 		}
-		for _, o := range []struct{ name, v string }{
-			{"flavor", firstNonEmpty(ng.FlavorID)}, {"imageID", firstNonEmpty(ng.ImageID)},
-		} {
-			if o.v != "" {
-				cv, err := variable(o.name, o.v)
-				if err != nil {
-					return nil, err
-				}
-				md.Variables.Overrides = append(md.Variables.Overrides, cv)
+		overrides, err := nodeGroupOverrides(l, ng, declared)
+		if err != nil {
+			return nil, err
+		}
+		if declared["nodeLabels"] {
+			nv, err := nodeGroupLabelVariables(ng)
+			if err != nil {
+				return nil, err
 			}
+			overrides = append(overrides, nv...)
+		}
+		if id := s.ServerGroups[name]; id != "" && declared["workerServerGroup"] {
+			overrides = append(overrides, namedValue{"workerServerGroup", id})
+		}
+		for _, o := range append([]namedValue{
+			{"flavor", firstNonEmpty(ng.FlavorID)}, {"imageID", firstNonEmpty(ng.ImageID)},
+		}, overrides...) {
+			if str, ok := o.v.(string); ok && str == "" {
+				continue
+			}
+			cv, err := variable(o.name, o.v)
+			if err != nil {
+				return nil, err
+			}
+			md.Variables.Overrides = append(md.Variables.Overrides, cv)
 		}
 		mds = append(mds, md)
 	}
@@ -233,7 +278,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		},
 		Spec: clusterv1.ClusterSpec{
 			ClusterNetwork: clusterv1.ClusterNetwork{
-				Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{l.String("calico_ipv4pool")}},
+				Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR(l)}},
 				Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{l.String("service_cluster_ip_range")}},
 				ServiceDomain: l.String("dns_cluster_domain"),
 			},

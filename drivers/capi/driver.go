@@ -46,6 +46,15 @@ type Deps struct {
 	// volumes its cloud controller manager and CSI plugin created; nil
 	// disables it (NewForConfig sets cloudsweep's).
 	Sweeper CloudSweeper
+	// ServerGroups creates the Nova server groups of a cluster's machines
+	// (classes with server groups, magnum-v3 on); nil places machines in
+	// none (NewForConfig sets cloudsweep's). The sweep at delete removes
+	// them.
+	ServerGroups ServerGroupEnsurer
+	// Flavors reads the flavors of autoscaled nodegroups for their
+	// capacity annotations (scale from zero); nil: none (NewForConfig sets
+	// cloudsweep's).
+	Flavors FlavorLookup
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -60,6 +69,8 @@ type Driver struct {
 	opts Options
 	// classes are the ClusterClass bundles the driver applies.
 	classes classSet
+	// flavors caches the flavors of capacity annotations.
+	flavors flavorCache
 	deps    Deps
 	log     *slog.Logger
 	now     func() time.Time
@@ -198,8 +209,9 @@ func NewForConfig(cfg *rest.Config, opts Options, certs CertSource, creds Creden
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	sweeper := cloudsweep.New(cloudRequestTimeout)
 	return New(opts, Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: certs, Credentials: creds,
-		Sweeper: cloudsweep.New(cloudRequestTimeout), Mapper: mapper}, log)
+		Sweeper: sweeper, ServerGroups: sweeper, Flavors: sweeper, Mapper: mapper}, log)
 }
 
 // New returns the driver. Call Start before serving requests.
@@ -363,8 +375,8 @@ func refOf(c *objects.Cluster) (ref, bool) {
 	return ref{ns, name}, true
 }
 
-// template is the request's cluster template.
-func template(req drivers.ClusterRequest) (*objects.ClusterTemplate, error) {
+// requestTemplate is the request's cluster template.
+func requestTemplate(req drivers.ClusterRequest) (*objects.ClusterTemplate, error) {
 	if req.Template == nil {
 		return nil, fmt.Errorf("capi: the request for cluster %s carries no cluster template", deref(req.Cluster.UUID))
 	}
@@ -479,9 +491,18 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 		ao.identityRef = credentialSecretName(r.Name)
 	}
 	ann[annotationTemplateID] = firstNonEmpty(c.ClusterTemplateID)
+	if err := d.noteLabelWarnings(ctx, c, t, ao.classVersion, ann); err != nil {
+		return nil, err
+	}
+	sgs, err := d.ensureServerGroups(ctx, c, ngs, labels, r, ao.classVersion, ao.identityRef)
+	if err != nil {
+		return nil, err
+	}
 	want, err := desiredCluster(spec{
 		Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace, Name: r.Name,
 		ClassVersion: ao.classVersion, Classes: d.classes, IdentityRef: ao.identityRef, Annotations: ann, MaxBatchSize: ao.maxBatchSize,
+		ManagementCIDRs: d.opts.ManagementCIDRs, ServerGroups: sgs,
+		Capacity: d.capacities(ctx, c, t, ngs, labels, r, ao.identityRef),
 	})
 	if err != nil {
 		return nil, err
@@ -549,7 +570,7 @@ func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterReq
 		return err
 	}
 	c := req.Cluster
-	t, err := template(req.ClusterRequest)
+	t, err := requestTemplate(req.ClusterRequest)
 	if err != nil {
 		return err
 	}
@@ -563,6 +584,12 @@ func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterReq
 	}
 	// Validate the whole topology before the first write.
 	labels, _ := d.opts.Labels.Parse(mergedLabels(c, t))
+	if err := d.opts.checkAPIReachable(c, labels); err != nil {
+		return err
+	}
+	if err := checkBootstrap(t); err != nil {
+		return err
+	}
 	if _, err := desiredCluster(spec{Cluster: c, Template: t, NodeGroups: ngs, Labels: labels, Namespace: r.Namespace,
 		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		return err
@@ -705,7 +732,7 @@ func (d *Driver) reapply(ctx context.Context, req drivers.ClusterRequest, ngs []
 	if !ok {
 		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
 	}
-	t, err := template(req)
+	t, err := requestTemplate(req)
 	if err != nil {
 		return err
 	}
@@ -789,7 +816,8 @@ func (d *Driver) cleanup(ctx context.Context, c *objects.Cluster, ns string) err
 	if err := d.deleteAutoscalerOf(ctx, c, ns); err != nil {
 		return err
 	}
-	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true})
+	remaining, err := d.sweepCloud(ctx, c, secrets, cloudsweep.What{LoadBalancers: true, Volumes: true,
+		ServerGroupPrefix: serverGroupPrefix(c)})
 	if err != nil {
 		return err
 	}
@@ -913,7 +941,7 @@ func (d *Driver) resize(ctx context.Context, req drivers.ClusterRequest, nodeCou
 	}
 	// The re-apply needs the template: a missing one fails before the
 	// first write.
-	if _, err := template(req); err != nil {
+	if _, err := requestTemplate(req); err != nil {
 		return err
 	}
 	// Resolve every node before the first write.

@@ -32,7 +32,8 @@ func TestDesiredClusterGolden(t *testing.T) {
 	ngs := []*objects.NodeGroup{
 		{UUID: "ng-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 3},
 		{UUID: "ng-w", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 4},
-		{UUID: "ng-g", Name: "GPU pool", Role: objects.RoleWorker, NodeCount: 1, FlavorID: ptr("g1.xlarge"), Labels: map[string]string{"availability_zone": "gpu-az"}},
+		{UUID: "ng-g", Name: "GPU pool", Role: objects.RoleWorker, NodeCount: 1, FlavorID: ptr("g1.xlarge"), Labels: map[string]string{"availability_zone": "gpu-az", "boot_volume_type": "fast"},
+			DockerVolumeSize: ptr(int64(50))},
 		{UUID: "ng-a", Name: "burst", Role: objects.RoleWorker, NodeCount: 2, MinNodeCount: 1, MaxNodeCount: ptr(int64(10)), Labels: map[string]string{"auto_scaling_enabled": "true"}},
 		{UUID: "ng-d", Name: "going", Role: objects.RoleWorker, NodeCount: 1, Status: objects.DeleteInProgress},
 	}

@@ -25,6 +25,9 @@ const (
 	LabelCIDRs   LabelType = "cidrs"   // comma-separated IP prefixes
 	LabelList    LabelType = "list"    // comma-separated strings (LabelString rules)
 	LabelEnum    LabelType = "enum"    // one of Enum
+	// LabelPairs is a comma-separated list whose items are strings
+	// (LabelString rules) or key=value pairs of them.
+	LabelPairs LabelType = "pairs"
 )
 
 // LabelSpec declares one label the driver reads.
@@ -36,10 +39,14 @@ type LabelSpec struct {
 	Min     *int64
 	Max     *int64
 	Help    string
+	// Variable is the ClusterClass variable that carries the label to the
+	// nodes; "" when the driver itself applies it. A cluster whose class
+	// does not declare it cannot apply the label (see LabelWarnings).
+	Variable string
 }
 
 // LabelSchema is the set of labels the driver understands. Labels not in
-// the schema are ignored and never reach a template.
+// the schema never reach a template; LabelWarnings reports them.
 type LabelSchema []LabelSpec
 
 func i64(v int64) *int64 { return &v }
@@ -52,7 +59,9 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "control_plane_availability_zones", Type: LabelList, Help: "failure domains of the control plane"},
 		{Name: "boot_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(16384), Help: "root volume GiB; 0 boots from the image"},
 		{Name: "boot_volume_type", Type: LabelString, Help: "Cinder volume type of the root volume"},
-		{Name: "etcd_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(1024)},
+		{Name: "etcd_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(1024), Variable: "etcdVolume", Help: "GiB of etcd's own Cinder volume; 0: etcd on the root disk"},
+		{Name: "etcd_volume_type", Type: LabelString, Variable: "etcdVolume", Help: "Cinder volume type of etcd's volume"},
+		{Name: "docker_volume_type", Type: LabelString, Variable: "containerVolume", Help: "Cinder volume type of the container runtime volume (docker_volume_size)"},
 		{Name: "fixed_subnet_cidr", Type: LabelCIDR, Default: "10.0.0.0/24"},
 		{Name: "calico_ipv4pool", Type: LabelCIDR, Default: "10.100.0.0/16"},
 		{Name: "service_cluster_ip_range", Type: LabelCIDR, Default: "10.254.0.0/16"},
@@ -66,7 +75,53 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000)},
 		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000)},
 		{Name: "autoscaler_tag", Type: LabelString, Help: "cluster-autoscaler image tag; default v<kube minor>.0"},
+
+		// Nodes behind a proxy, and registries (class magnum-v3).
+		{Name: "http_proxy", Type: LabelString, Variable: "proxy", Help: "HTTP proxy of containerd and the kubelet"},
+		{Name: "https_proxy", Type: LabelString, Variable: "proxy", Help: "HTTPS proxy of containerd and the kubelet"},
+		{Name: "no_proxy", Type: LabelList, Variable: "proxy", Help: "hosts not proxied, beside the cluster's own networks"},
+		// container_infra_prefix (addOnLabelSpecs) is also kubeadm's imageRepository (v3).
+		{Name: "registry_mirrors", Type: LabelPairs, Variable: "registries", Help: "containerd mirrors: <registry>=<mirror URL>, or a URL mirroring docker.io"},
+		{Name: "insecure_registry", Type: LabelList, Variable: "registries", Help: "registries (host[:port]) reached over HTTP or without TLS verification"},
+		// Nova server groups of the control plane and of each nodegroup
+		// (a nodegroup label overrides it for the nodegroup; class magnum-v3).
+		{Name: "server_group_policies", Type: LabelEnum, Enum: []string{"soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"},
+			Default: "soft-anti-affinity", Variable: "controlPlaneServerGroup"},
+		// Worker nodes' labels and taints (cluster or nodegroup; class magnum-v3).
+		{Name: "node_labels", Type: LabelPairs, Variable: "nodeLabels", Help: "key=value labels the kubelet sets on worker nodes"},
+		{Name: "node_taints", Type: LabelPairs, Variable: "nodeTaints", Help: "key[=value]:Effect taints of worker nodes"},
+		// API server (class magnum-v3).
+		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Help: "extra subject alternative names of the API server certificate"},
+		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer"},
+		{Name: "admission_control_list", Type: LabelList, Variable: "apiServer", Help: "admission plugins enabled beside the defaults"},
+		{Name: "keystone_auth_enabled", Type: LabelBool, Default: "true", Variable: "apiServer", Help: "k8s-keystone-auth token and authorization webhook"},
+		{Name: "oidc_issuer_url", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_client_id", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_username_claim", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_username_prefix", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_groups_claim", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_groups_prefix", Type: LabelString, Variable: "apiServer"},
+		{Name: "oidc_required_claims", Type: LabelPairs, Variable: "apiServer", Help: "claim=value pairs"},
+		{Name: "audit_log_enabled", Type: LabelBool, Default: "false", Variable: "auditLog"},
+		{Name: "audit_log_maxage", Type: LabelInt, Default: "30", Min: i64(0), Max: i64(3650), Variable: "auditLog", Help: "days"},
+		{Name: "audit_log_maxbackup", Type: LabelInt, Default: "10", Min: i64(0), Max: i64(1000), Variable: "auditLog"},
+		{Name: "audit_log_maxsize", Type: LabelInt, Default: "100", Min: i64(0), Max: i64(100000), Variable: "auditLog", Help: "MiB"},
 	}, addOnLabelSpecs()...)
+}
+
+// withDefaults returns a copy of the schema with the given values as the
+// defaults of their labels (site-wide defaults).
+func (s LabelSchema) withDefaults(defaults map[string]string) LabelSchema {
+	if len(defaults) == 0 {
+		return s
+	}
+	out := slices.Clone(s)
+	for i, l := range out {
+		if v, ok := defaults[l.Name]; ok {
+			out[i].Default = strings.TrimSpace(v)
+		}
+	}
+	return out
 }
 
 var (
@@ -130,7 +185,7 @@ func (l LabelSpec) parse(v string) (any, error) {
 			return nil, errors.New("must be a CIDR like 10.0.0.0/24")
 		}
 		return p.Masked().String(), nil
-	case LabelCIDRs, LabelList:
+	case LabelCIDRs, LabelList, LabelPairs:
 		var out []string
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
@@ -141,11 +196,24 @@ func (l LabelSpec) parse(v string) (any, error) {
 			if l.Type == LabelCIDRs {
 				sub.Type = LabelCIDR
 			}
-			p, err := sub.parse(item)
-			if err != nil {
-				return nil, fmt.Errorf("item %q: %w", item, err)
+			parts := []string{item}
+			if l.Type == LabelPairs {
+				if k, v, ok := strings.Cut(item, "="); ok {
+					parts = []string{strings.TrimSpace(k), strings.TrimSpace(v)}
+				}
 			}
-			out = append(out, p.(string))
+			var ps []string
+			for _, part := range parts {
+				p, err := sub.parse(part)
+				if err != nil || part == "" {
+					if err == nil {
+						err = errors.New("empty key or value")
+					}
+					return nil, fmt.Errorf("item %q: %w", item, err)
+				}
+				ps = append(ps, p.(string))
+			}
+			out = append(out, strings.Join(ps, "="))
 		}
 		return out, nil
 	case LabelEnum:

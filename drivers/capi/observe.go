@@ -144,7 +144,7 @@ func (v view) observation() drivers.Observation {
 	if v.addOns != nil {
 		res = v.addOns(res)
 	}
-	out.Phase, out.Reason = res.Phase, res.Reason
+	out.Phase, out.Reason = res.Phase, withLabelWarnings(res.Reason, obs.Cluster)
 	out.Request = v.request()
 	if cl := obs.Cluster; cl != nil {
 		if ep := cl.Spec.ControlPlaneEndpoint; ep.Host != "" {

@@ -11,6 +11,8 @@ package capi
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -56,7 +58,9 @@ type Options struct {
 	CloudInterface string
 	CloudCACert    string
 	// Provides overrides the (server_type, os) pairs served; default
-	// vm/ubuntu, vm/flatcar, vm/rockylinux.
+	// vm/ubuntu, vm/flatcar, vm/rockylinux. Flatcar is served so that its
+	// templates stay valid, and refused at create (checkBootstrap): the
+	// classes write cloud-init, Flatcar reads Ignition only.
 	OSDistros []string
 	// ProbeInterval is how often the started driver checks that the
 	// management cluster answers (also at once when an informer's request
@@ -71,6 +75,20 @@ type Options struct {
 	// tag is the autoscaler_tag label, else v<kube minor>.0). Default
 	// DefaultAutoscalerImage.
 	AutoscalerImage string
+	// LabelDefaults are site-wide label values ([capi_driver]
+	// flavor_label_defaults), applied when neither the cluster nor its
+	// template sets the label. A label the schema does not know, or a
+	// value it refuses, is a configuration error.
+	LabelDefaults map[string]string
+	// ManagementCIDRs are the prefixes the management cluster's requests
+	// to workload clusters come from; they are added to every non-empty
+	// api_master_lb_allowed_cidrs.
+	ManagementCIDRs []string
+	// ManagementNetworkRouted says the management cluster reaches the
+	// clusters' private networks (routed, VPN or a shared provider
+	// network), so clusters without a floating IP for their API are
+	// accepted; when false they are refused at create.
+	ManagementNetworkRouted bool
 	// AddOns configure the add-ons delivered to every cluster (addons.go).
 	AddOns AddOnOptions
 	// Start bounds the start attempts of Run. Defaults: 1 min per attempt,
@@ -108,6 +126,7 @@ func (o Options) withDefaults() Options {
 	if o.Labels == nil {
 		o.Labels = DefaultLabelSchema()
 	}
+	o.Labels = o.Labels.withDefaults(o.LabelDefaults)
 	if o.CloudInterface == "" {
 		o.CloudInterface = "public"
 	}
@@ -153,6 +172,16 @@ func (o Options) Validate() error {
 	}
 	if err := o.Labels.validateSchema(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.LabelDefaults)) {
+		if !slices.ContainsFunc(o.Labels, func(l LabelSpec) bool { return l.Name == name }) {
+			errs = append(errs, fmt.Errorf("capi: label default %q: the driver has no such label", name))
+		}
+	}
+	for _, p := range o.ManagementCIDRs {
+		if _, err := (LabelSpec{Type: LabelCIDR}).parse(p); err != nil {
+			errs = append(errs, fmt.Errorf("capi: management CIDR %q: %w", p, err))
+		}
 	}
 	if err := o.AddOns.validate(); err != nil {
 		errs = append(errs, err)

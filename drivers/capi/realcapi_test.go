@@ -77,13 +77,20 @@ func stopRealCAPI() {
 
 // buildCluster is the topology Cluster the driver builds for a Magnum
 // cluster: the one place these tests call the driver's builders.
-func buildCluster(c *objects.Cluster, tmpl *objects.ClusterTemplate, ngs []*objects.NodeGroup, ns, name, classVersion string) (*unstructured.Unstructured, error) {
+// serverGroups, when given, are the ids of the Nova server groups the
+// driver would have created (spec.ServerGroups).
+func buildCluster(c *objects.Cluster, tmpl *objects.ClusterTemplate, ngs []*objects.NodeGroup, ns, name, classVersion string,
+	serverGroups ...map[string]string) (*unstructured.Unstructured, error) {
 	labels, err := DefaultLabelSchema().Parse(mergedLabels(c, tmpl))
 	if err != nil {
 		return nil, err
 	}
-	cl, err := desiredCluster(spec{Cluster: c, Template: tmpl, NodeGroups: ngs, Labels: labels, Namespace: ns, Name: name,
-		ClassVersion: classVersion, IdentityRef: credentialSecretName(name)})
+	sp := spec{Cluster: c, Template: tmpl, NodeGroups: ngs, Labels: labels, Namespace: ns, Name: name,
+		ClassVersion: classVersion, IdentityRef: credentialSecretName(name)}
+	if len(serverGroups) > 0 {
+		sp.ServerGroups = serverGroups[0]
+	}
+	cl, err := desiredCluster(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -179,11 +186,18 @@ type renderCase struct {
 	mutate  func(c *objects.Cluster, tmpl *objects.ClusterTemplate)
 	patches []string // the class's patches this case enables (or changes the output of)
 	want    map[field]any
+	// options: what a class with the node and API-server options
+	// (magnum-v3 on) renders beyond defaultOptionExpectations; older
+	// classes render none of it (their expectations are want's).
+	options map[field]any
+	// serverGroups: the server group ids the driver would have created.
+	serverGroups map[string]string
 }
 
 func renderCases() []renderCase {
 	return []renderCase{
-		{name: "defaults", patches: []string{"cluster-network", "external-network", "machines", "ssh-key"}},
+		{name: "defaults", patches: []string{"cluster-network", "external-network", "machines", "ssh-key",
+			"control-plane-config", "control-plane-files"}},
 		{name: "kube_tag", labels: map[string]string{"kube_tag": "v1.34.1"}, want: map[field]any{
 			{"KubeadmControlPlane", "spec.version"}:             "v1.34.1",
 			{"MachineDeployment", "spec.template.spec.version"}: "v1.34.1"}},
@@ -198,9 +212,35 @@ func renderCases() []renderCase {
 		{name: "boot_volume_type", labels: map[string]string{"boot_volume_size": "20", "boot_volume_type": "ssd"}, want: map[field]any{
 			{"ControlPlaneMachineTemplate", "spec.template.spec.rootVolume"}: map[string]any{"sizeGiB": int64(20), "type": "ssd"},
 			{"WorkerMachineTemplate", "spec.template.spec.rootVolume"}:       map[string]any{"sizeGiB": int64(20), "type": "ssd"}}},
-		// Accepted, and (today) rendered nowhere: the driver parses it
-		// but no variable carries it.
-		{name: "etcd_volume_size", labels: map[string]string{"etcd_volume_size": "10"}},
+		// Rendered by the classes with the options (magnum-v3 on); the
+		// older ones accept and ignore them (LabelWarnings reports that).
+		{name: "etcd_volume_size", labels: map[string]string{"etcd_volume_size": "10"}, patches: []string{"control-plane-volumes"},
+			options: map[field]any{
+				{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
+					map[string]any{"name": "etcd", "sizeGiB": int64(10), "storage": map[string]any{"type": "Volume"}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.diskSetup"}: map[string]any{
+					"partitions":  []any{map[string]any{"device": "/dev/vdb", "layout": true, "overwrite": false, "tableType": "gpt"}},
+					"filesystems": []any{map[string]any{"device": "/dev/vdb1", "filesystem": "ext4", "label": "etcd_disk", "overwrite": false}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}:                                  []any{[]any{"LABEL=etcd_disk", "/var/lib/etcd"}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.etcd.local.dataDir"}: "/var/lib/etcd/data",
+				{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}:                    absent}},
+		{name: "etcd and container volumes", labels: map[string]string{"etcd_volume_size": "10", "etcd_volume_type": "ssd",
+			"docker_volume_type": "fast"}, patches: []string{"worker-volumes"},
+			mutate: func(c *objects.Cluster, _ *objects.ClusterTemplate) { c.DockerVolumeSize = ptr(int64(30)) },
+			options: map[field]any{
+				{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
+					map[string]any{"name": "etcd", "sizeGiB": int64(10), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "ssd"}}},
+					map[string]any{"name": "containerd", "sizeGiB": int64(30), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "fast"}}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}: []any{[]any{"LABEL=etcd_disk", "/var/lib/etcd"},
+					[]any{"LABEL=containerd_disk", "/var/lib/containerd"}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.diskSetup.filesystems"}: []any{
+					map[string]any{"device": "/dev/vdb1", "filesystem": "ext4", "label": "etcd_disk", "overwrite": false},
+					map[string]any{"device": "/dev/vdc1", "filesystem": "ext4", "label": "containerd_disk", "overwrite": false}},
+				{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}: []any{
+					map[string]any{"name": "containerd", "sizeGiB": int64(30), "storage": map[string]any{"type": "Volume", "volume": map[string]any{"type": "fast"}}}},
+				{"WorkerBootstrapTemplate", "spec.template.spec.mounts"}:             []any{[]any{"LABEL=containerd_disk", "/var/lib/containerd"}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"},
+				{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
 		{name: "fixed_subnet_cidr", labels: map[string]string{"fixed_subnet_cidr": "10.1.0.0/24"}, want: map[field]any{
 			{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.1.0.0/24", "dnsNameservers": []any{"8.8.8.8"}}}}},
 		{name: "calico_ipv4pool", labels: map[string]string{"calico_ipv4pool": "10.200.0.0/16"}, want: map[field]any{
@@ -252,13 +292,93 @@ func renderCases() []renderCase {
 		// Deployment (TestAutoscalerRunsBesideAnAutoscaledCluster), not the
 		// Cluster.
 		{name: "autoscaler_tag", labels: map[string]string{"autoscaler_tag": "v1.33.1"}},
+		// Node and API-server options (magnum-v3 on).
+		{name: "proxy", labels: map[string]string{"http_proxy": "http://proxy.example:3128", "https_proxy": "http://proxy.example:3129",
+			"no_proxy": ".example.internal"}, patches: []string{"worker-files", "node-services"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+				"/etc/systemd/system/containerd.service.d/http-proxy.conf", `Environment="HTTPS_PROXY=http://proxy.example:3129"`,
+				"/etc/systemd/system/kubelet.service.d/http-proxy.conf", `,.cluster.local,.example.internal"`,
+				"/etc/kubernetes/webhooks/keystone-webhook.yaml", "https://127.0.0.1:8443/webhook"),
+			{"WorkerBootstrapTemplate", "spec.template.spec.files"}: filesWith(
+				"/etc/systemd/system/containerd.service.d/http-proxy.conf", `Environment="HTTP_PROXY=http://proxy.example:3128"`,
+				"/etc/systemd/system/kubelet.service.d/http-proxy.conf", `Environment="no_proxy=localhost,127.0.0.1,`),
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"},
+			{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
+		{name: "no_proxy without a proxy", labels: map[string]string{"no_proxy": "example.internal"}},
+		{name: "registries", labels: map[string]string{"registry_mirrors": "https://mirror.example,quay.io=https://quay.mirror.example",
+			"insecure_registry": "registry.local:5000", "container_infra_prefix": "registry.local:5000/k8s"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}: "registry.local:5000/k8s",
+			{"WorkerBootstrapTemplate", "spec.template.spec.files"}: filesWith(
+				"/etc/containerd/certs.d/docker.io/hosts.toml", `[host."https://mirror.example"]`,
+				"/etc/containerd/certs.d/quay.io/hosts.toml", `server = "https://quay.io"`,
+				"/etc/containerd/certs.d/registry.local:5000/hosts.toml", "skip_verify = true"),
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+				"/etc/containerd/certs.d/registry.local:5000/hosts.toml", `[host."http://registry.local:5000"]`,
+				"/etc/kubernetes/webhooks/keystone-webhook.yaml", "insecure-skip-tls-verify: true"),
+			{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}: []any{"systemctl daemon-reload", "systemctl restart containerd"}}},
+		{name: "api server", labels: map[string]string{"api_server_cert_sans": "api.example.com,192.0.2.7",
+			"api_server_tls_cipher_suites": "TLS_AES_128_GCM_SHA256", "admission_control_list": "NodeRestriction,AlwaysPullImages",
+			"keystone_auth_enabled": "false"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.certSANs"}: []any{"api.example.com", "192.0.2.7"},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: []any{
+				map[string]any{"name": "tls-cipher-suites", "value": "TLS_AES_128_GCM_SHA256"},
+				map[string]any{"name": "enable-admission-plugins", "value": "NodeRestriction,AlwaysPullImages"}},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraVolumes"}: absent,
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}:                                       absent}},
+		{name: "oidc", labels: map[string]string{"oidc_issuer_url": "https://idp.example/realms/k8s", "oidc_client_id": "kubernetes",
+			"oidc_username_claim": "email", "oidc_username_prefix": "oidc:", "oidc_groups_claim": "groups", "oidc_groups_prefix": "oidc:",
+			"oidc_required_claims": "aud=kubernetes"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: append([]any{
+				map[string]any{"name": "oidc-issuer-url", "value": "https://idp.example/realms/k8s"},
+				map[string]any{"name": "oidc-client-id", "value": "kubernetes"},
+				map[string]any{"name": "oidc-username-claim", "value": "email"},
+				map[string]any{"name": "oidc-username-prefix", "value": "oidc:"},
+				map[string]any{"name": "oidc-groups-claim", "value": "groups"},
+				map[string]any{"name": "oidc-groups-prefix", "value": "oidc:"},
+				map[string]any{"name": "oidc-required-claim", "value": "aud=kubernetes"}}, keystoneArgs()...)}},
+		{name: "audit log", labels: map[string]string{"audit_log_enabled": "true", "audit_log_maxage": "7", "audit_log_maxbackup": "3",
+			"audit_log_maxsize": "50"}, options: map[field]any{
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: append(keystoneArgs(),
+				map[string]any{"name": "audit-policy-file", "value": "/etc/kubernetes/audit-policy/apiserver-audit-policy.yaml"},
+				map[string]any{"name": "audit-log-path", "value": "/var/log/kubernetes/audit/kube-apiserver-audit.log"},
+				map[string]any{"name": "audit-log-maxage", "value": "7"},
+				map[string]any{"name": "audit-log-maxbackup", "value": "3"},
+				map[string]any{"name": "audit-log-maxsize", "value": "50"}),
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraVolumes"}: []any{
+				map[string]any{"name": "keystone-webhook", "hostPath": "/etc/kubernetes/webhooks", "mountPath": "/etc/kubernetes/webhooks",
+					"readOnly": true, "pathType": "DirectoryOrCreate"},
+				map[string]any{"name": "audit-policy", "hostPath": "/etc/kubernetes/audit-policy", "mountPath": "/etc/kubernetes/audit-policy",
+					"readOnly": true, "pathType": "DirectoryOrCreate"},
+				map[string]any{"name": "audit-logs", "hostPath": "/var/log/kubernetes/audit", "mountPath": "/var/log/kubernetes/audit",
+					"pathType": "DirectoryOrCreate"}},
+			{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+				"/etc/kubernetes/audit-policy/apiserver-audit-policy.yaml", "kind: Policy")}},
+		// The driver creates the groups (TestServerGroupsCreatedWithTheClusterAndSwept);
+		// the class places the machines in them.
+		{name: "server groups", labels: map[string]string{"server_group_policies": "anti-affinity"},
+			patches:      []string{"control-plane-server-group", "worker-server-group"},
+			serverGroups: map[string]string{serverGroupControlPlane: "5e4f0000-0000-4000-8000-000000000001", "default-worker": "5e4f0000-0000-4000-8000-000000000002"},
+			options: map[field]any{
+				{"ControlPlaneMachineTemplate", "spec.template.spec.serverGroup"}: map[string]any{"id": "5e4f0000-0000-4000-8000-000000000001"},
+				{"WorkerMachineTemplate", "spec.template.spec.serverGroup"}:       map[string]any{"id": "5e4f0000-0000-4000-8000-000000000002"}}},
+		{name: "node labels and taints", labels: map[string]string{"node_labels": "tier=web", "node_taints": "dedicated=web:NoSchedule"},
+			patches: []string{"worker-node-labels", "worker-node-taints"}, options: map[field]any{
+				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs"}: []any{
+					map[string]any{"name": "cloud-provider", "value": "external"},
+					map[string]any{"name": "provider-id", "value": "openstack:///{{ instance_id }}"},
+					map[string]any{"name": "node-labels", "value": "tier=web"}},
+				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.taints"}: []any{
+					map[string]any{"key": "dedicated", "value": "web", "effect": "NoSchedule"}}}},
 		// The add-on labels change the add-ons (drivers/capi/addons'
 		// render tests), not the Cluster: accepted with all of them.
 		{name: "add-on labels", labels: map[string]string{"calico_tag": "v3.30.3", "cilium_tag": "v1.18.2",
 			"cilium_ipv4pool": "10.101.0.0/16", "cloud_provider_tag": "v1.34.1", "octavia_lb_algorithm": "LEAST_CONNECTIONS",
 			"octavia_lb_healthcheck": "false", "cinder_csi_enabled": "false", "cinder_csi_plugin_tag": "v1.34.1",
 			"manila_csi_enabled": "true", "manila_csi_plugin_tag": "v1.34.1", "metrics_server_enabled": "false",
-			"metrics_server_tag": "v0.8.0", "container_infra_prefix": "mirror.example/magnum"}},
+			"metrics_server_tag": "v0.8.0", "container_infra_prefix": "mirror.example/magnum"},
+			// container_infra_prefix is kubeadm's image repository too.
+			options: map[field]any{{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}: "mirror.example/magnum"}},
 		// Cluster and template fields that enable the other patches.
 		{name: "template without DNS nameserver", mutate: func(_ *objects.Cluster, tmpl *objects.ClusterTemplate) { tmpl.DNSNameserver = nil },
 			want: map[field]any{{"OpenStackCluster", "spec.managedSubnets"}: []any{map[string]any{"cidr": "10.0.0.0/24"}}}},
@@ -278,6 +398,92 @@ func renderCases() []renderCase {
 				{"WorkerMachineTemplate", "spec.template.spec.image"}:            map[string]any{"filter": map[string]any{"name": "ubuntu-24.04"}},
 				{"ControlPlaneMachineTemplate", "spec.template.spec.sshKeyName"}: absent,
 				{"WorkerMachineTemplate", "spec.template.spec.sshKeyName"}:       absent}},
+	}
+}
+
+// casesFor are the render cases of a class version. A class without the
+// node and API-server options (magnum-v1, v2) renders none of the cases
+// that only exercise them (options set, want unset): those become one
+// case with all their labels, which such a class must accept and ignore
+// (the driver sends it no variable it does not declare), so that the
+// controllers are not loaded with a Cluster per option per old class.
+func casesFor(t *testing.T, version string) []renderCase {
+	declared, err := classSet(nil).variables(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if declared["apiServer"] {
+		return renderCases()
+	}
+	var out []renderCase
+	merged := renderCase{name: "every option label", labels: map[string]string{}}
+	for _, rc := range renderCases() {
+		if rc.options == nil || rc.want != nil || rc.mutate != nil {
+			out = append(out, rc)
+			continue
+		}
+		for k, v := range rc.labels {
+			merged.labels[k] = v
+		}
+	}
+	return append(out, merged)
+}
+
+// check is an expectation judged by a function: "" when got is right.
+type check func(got any, found bool) string
+
+// filesWith: a kubeadm files list holding, for each (path, fragment)
+// pair, a file at path whose content contains fragment.
+func filesWith(pathFragment ...string) check {
+	return func(got any, found bool) string {
+		list, _ := got.([]any)
+		for i := 0; i+1 < len(pathFragment); i += 2 {
+			path, frag := pathFragment[i], pathFragment[i+1]
+			ok := false
+			for _, f := range list {
+				m, _ := f.(map[string]any)
+				if c, _ := m["content"].(string); m["path"] == path && strings.Contains(c, frag) {
+					ok = true
+				}
+			}
+			if !ok {
+				return fmt.Sprintf("no file %s containing %q in %v (set: %v)", path, frag, got, found)
+			}
+		}
+		return ""
+	}
+}
+
+// keystoneArgs are the API server's arguments for k8s-keystone-auth.
+func keystoneArgs() []any {
+	return []any{
+		map[string]any{"name": "authentication-token-webhook-config-file", "value": "/etc/kubernetes/webhooks/keystone-webhook.yaml"},
+		map[string]any{"name": "authorization-webhook-config-file", "value": "/etc/kubernetes/webhooks/keystone-webhook.yaml"},
+		map[string]any{"name": "authorization-mode", "value": "Node,RBAC,Webhook"},
+	}
+}
+
+// defaultOptionExpectations are what a class with the node and API-server
+// options renders for defaultMagnumCluster: k8s-keystone-auth's webhook
+// (keystone_auth_enabled defaults to true), nothing else.
+func defaultOptionExpectations() map[field]any {
+	return map[field]any{
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs"}: keystoneArgs(),
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraVolumes"}: []any{
+			map[string]any{"name": "keystone-webhook", "hostPath": "/etc/kubernetes/webhooks",
+				"mountPath": "/etc/kubernetes/webhooks", "readOnly": true, "pathType": "DirectoryOrCreate"}},
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.apiServer.certSANs"}: absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}:    absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.files"}: filesWith(
+			"/etc/kubernetes/webhooks/keystone-webhook.yaml", "server: https://127.0.0.1:8443/webhook"),
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.preKubeadmCommands"}:         absent,
+		{"WorkerBootstrapTemplate", "spec.template.spec.files"}:                      absent,
+		{"WorkerBootstrapTemplate", "spec.template.spec.preKubeadmCommands"}:         absent,
+		{"ControlPlaneMachineTemplate", "spec.template.spec.additionalBlockDevices"}: absent,
+		{"WorkerMachineTemplate", "spec.template.spec.additionalBlockDevices"}:       absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.mounts"}:                     absent,
+		{"ControlPlaneMachineTemplate", "spec.template.spec.serverGroup"}:            absent,
+		{"WorkerMachineTemplate", "spec.template.spec.serverGroup"}:                  absent,
 	}
 }
 
@@ -314,13 +520,14 @@ func TestRealCAPIRenderCasesCoverEveryLabelAndPatch(t *testing.T) {
 }
 
 var (
-	realGVRCluster           = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
-	realGVRClusterClass      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
-	realGVRMD                = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
-	realGVROpenStackCluster  = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
-	realGVROSMachineTemplate = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}
-	realGVRKCP               = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
-	realGVRMHC               = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinehealthchecks"}
+	realGVRCluster               = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	realGVRClusterClass          = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
+	realGVRMD                    = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
+	realGVROpenStackCluster      = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
+	realGVROSMachineTemplate     = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}
+	realGVRKCP                   = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
+	realGVRMHC                   = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinehealthchecks"}
+	realGVRKubeadmConfigTemplate = schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}
 )
 
 // The Cluster the driver builds for a default Magnum cluster, and for each
@@ -331,7 +538,7 @@ var (
 // controllers work on all of them at once; each subtest then checks one.
 func TestRealCAPIAcceptsAndRendersWhatTheDriverBuilds(t *testing.T) {
 	s, dyn := needRealCAPI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
 	defer cancel()
 	type run struct {
 		version string
@@ -342,7 +549,7 @@ func TestRealCAPIAcceptsAndRendersWhatTheDriverBuilds(t *testing.T) {
 	}
 	var runs []*run
 	for _, version := range ClassVersions() {
-		for _, rc := range renderCases() {
+		for _, rc := range casesFor(t, version) {
 			runs = append(runs, &run{version: version, rc: rc})
 		}
 	}
@@ -389,7 +596,7 @@ func createRenderCase(ctx context.Context, s *apitest.Server, dyn dynamic.Interf
 	if rc.mutate != nil {
 		rc.mutate(c, tmpl)
 	}
-	cl, err := buildCluster(c, tmpl, ngs, ns, renderClusterName, version)
+	cl, err := buildCluster(c, tmpl, ngs, ns, renderClusterName, version, rc.serverGroups)
 	if err != nil {
 		return nil, "", err
 	}
@@ -431,8 +638,21 @@ func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, v
 	for k, v := range rc.want {
 		want[k] = v
 	}
+	declared, err := classSet(nil).variables(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if declared["apiServer"] { // a class with the node and API-server options (magnum-v3 on)
+		for k, v := range defaultOptionExpectations() {
+			want[k] = v
+		}
+		for k, v := range rc.options {
+			want[k] = v
+		}
+	}
 	objs := map[string]*unstructured.Unstructured{}
-	for _, kind := range []string{"Cluster", "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate", "MachineDeployment", "WorkerMachineTemplate"} {
+	for _, kind := range []string{"Cluster", "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate", "MachineDeployment",
+		"WorkerMachineTemplate", "WorkerBootstrapTemplate"} {
 		u, err := renderedObject(ctx, dyn, ns, renderClusterName, kind)
 		if err != nil {
 			t.Fatal(err)
@@ -453,6 +673,10 @@ func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, v
 		if w := want[k]; w == absent {
 			if found {
 				t.Errorf("%s %s = %v, want it unset", k.obj, k.path, got)
+			}
+		} else if c, ok := w.(check); ok {
+			if msg := c(got, found); msg != "" {
+				t.Errorf("%s %s: %s", k.obj, k.path, msg)
 			}
 		} else if !found || !reflect.DeepEqual(got, w) {
 			t.Errorf("%s %s = %#v (set: %v), want %#v", k.obj, k.path, got, found, w)
@@ -527,7 +751,8 @@ func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface,
 // renderedObject waits for and returns the object of a kind the topology
 // controller made for Cluster name: "Cluster" (as stored), its
 // "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate",
-// its one "MachineDeployment" and that one's "WorkerMachineTemplate".
+// its one "MachineDeployment" and that one's "WorkerMachineTemplate" and
+// "WorkerBootstrapTemplate" (KubeadmConfigTemplate).
 func renderedObject(ctx context.Context, dyn dynamic.Interface, ns, name, kind string) (*unstructured.Unstructured, error) {
 	var out *unstructured.Unstructured
 	get := func(gvr schema.GroupVersionResource, objName string) (bool, string) {
@@ -591,6 +816,16 @@ func renderedObject(ctx context.Context, dyn dynamic.Interface, ns, name, kind s
 				return false, why
 			}
 			return get(realGVRMD, n)
+		case "WorkerBootstrapTemplate":
+			md, why := machineDeployment()
+			if md == "" {
+				return false, why
+			}
+			n, why := refName(realGVRMD, md, "spec", "template", "spec", "bootstrap", "configRef", "name")
+			if n == "" {
+				return false, why
+			}
+			return get(realGVRKubeadmConfigTemplate, n)
 		case "WorkerMachineTemplate":
 			md, why := machineDeployment()
 			if md == "" {

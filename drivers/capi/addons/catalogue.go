@@ -100,15 +100,15 @@ type Settings struct {
 	// ExtraDir holds an operator's own add-ons (see LoadExtra).
 	ExtraDir string
 	// Builtin lists the kinds of built-in add-ons delivered: "cni",
-	// "cloud-provider", "cinder-csi", "manila-csi", "metrics-server"
-	// (each still subject to its label); nil means all. A site that
+	// "cloud-provider", "cinder-csi", "manila-csi", "metrics-server",
+	// "keystone-auth" (each still subject to its label); nil means all. A site that
 	// installs its CNI another way (an image, its own add-on) leaves it
 	// out.
 	Builtin []string
 }
 
 // Builtin kinds.
-var BuiltinKinds = []string{"cni", "cloud-provider", "cinder-csi", "manila-csi", "metrics-server"}
+var BuiltinKinds = []string{"cni", "cloud-provider", "cinder-csi", "manila-csi", "metrics-server", "keystone-auth"}
 
 func (s Settings) wants(kind string) bool {
 	return s.Builtin == nil || slices.Contains(s.Builtin, kind)
@@ -133,6 +133,17 @@ type Cluster struct {
 	// Credential is the cluster's application credential, for the
 	// cloud.conf of the cloud controller manager and the CSI plugins.
 	Credential Credential
+	// VolumeTypes are the Cinder volume types the project sees (nil when
+	// not looked up: the chart's two classes only) and DefaultVolumeType
+	// the cloud's default one ("" for none).
+	VolumeTypes       []string
+	DefaultVolumeType string
+	// ShareTypes are the Manila share types the project sees (nil when
+	// not looked up).
+	ShareTypes []string
+	// ProjectID is the cluster's OpenStack project (k8s-keystone-auth's
+	// policy lets its members in).
+	ProjectID string
 }
 
 // AddOn is one rendered add-on.
@@ -244,7 +255,23 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		if reg != "" {
 			rewriteImages(objs, reg)
 		}
+		switch p.name {
+		case CinderCSI:
+			objs = append(objs, volumeTypeClasses(cl)...)
+		case ManilaCSI:
+			objs = append(objs, shareTypeClasses(cl)...)
+		}
 		out = append(out, AddOn{Name: p.name, Chart: ref, Objects: objs})
+	}
+	if s.wants("keystone-auth") && enabled(l, "keystone_auth_enabled", true) {
+		objs, err := keystoneAuthObjects(cl)
+		if err != nil {
+			return nil, err
+		}
+		if reg != "" {
+			rewriteImages(objs, reg)
+		}
+		out = append(out, AddOn{Name: KeystoneAuth, Objects: objs})
 	}
 	extra, err := LoadExtra(ctx, charts, s.ExtraDir, cl)
 	if err != nil {

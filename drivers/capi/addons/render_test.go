@@ -126,7 +126,7 @@ func TestRenderRealUpstreamCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := names(set), []string{"cloud-config", Cilium, CloudProvider, CinderCSI, ManilaCSI, MetricsServer}; !slices.Equal(got, want) {
+	if got, want := names(set), []string{"cloud-config", Cilium, CloudProvider, CinderCSI, ManilaCSI, MetricsServer, KeystoneAuth}; !slices.Equal(got, want) {
 		t.Fatalf("add-ons %v, want %v", got, want)
 	}
 
@@ -264,7 +264,7 @@ func TestRenderCalico(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := names(set), []string{"cloud-config", Calico, CloudProvider, MetricsServer}; !slices.Equal(got, want) {
+	if got, want := names(set), []string{"cloud-config", Calico, CloudProvider, MetricsServer, KeystoneAuth}; !slices.Equal(got, want) {
 		t.Fatalf("add-ons %v, want %v", got, want)
 	}
 	calico := byName(t, set, Calico)

@@ -107,7 +107,7 @@ func cinderValues(cl Cluster) map[string]any {
 		"clusterID": cl.Name,
 		"secret":    map[string]any{"enabled": true, "create": false, "hostMount": false, "name": cloudConfigName},
 		"storageClass": map[string]any{"enabled": true,
-			"delete": map[string]any{"isDefault": true, "allowVolumeExpansion": true},
+			"delete": map[string]any{"isDefault": !defaultVolumeTypeKnown(cl), "allowVolumeExpansion": true},
 			"retain": map[string]any{"isDefault": false, "allowVolumeExpansion": true}},
 	}
 }

@@ -10,7 +10,9 @@
 //     delete never ends (vexxhost/magnum-cluster-api #6, #188);
 //   - the Cinder volumes the Cinder CSI plugin creates for
 //     PersistentVolumes (metadata cinder.csi.openstack.org/cluster =
-//     <cluster-name>), which outlive the servers and are billed for ever.
+//     <cluster-name>), which outlive the servers and are billed for ever;
+//   - the Nova server groups the driver itself created for the cluster's
+//     machines (EnsureServerGroups), by name prefix.
 //
 // <cluster-name> is what the driver passes to both add-ons (the cloud
 // controller manager's --cluster-name, the CSI plugin's --cluster): the
@@ -65,11 +67,14 @@ type Cloud struct {
 type What struct {
 	LoadBalancers bool
 	Volumes       bool
+	// ServerGroupPrefix, when set, selects the Nova server groups whose
+	// names start with it (the ones the driver created for the cluster).
+	ServerGroupPrefix string
 }
 
 // Result is what a sweep did and what it left.
 type Result struct {
-	DeletedLoadBalancers, DeletedFloatingIPs, DeletedVolumes int
+	DeletedLoadBalancers, DeletedFloatingIPs, DeletedVolumes, DeletedServerGroups int
 	// Remaining names what could not be deleted yet and why (a load
 	// balancer in a PENDING_* state, a volume still attached); the caller
 	// sweeps again later.
@@ -111,6 +116,9 @@ func (s *Sweeper) Sweep(ctx context.Context, cloud Cloud, clusterName string, w 
 	}
 	if w.Volumes {
 		errs = append(errs, s.sweepVolumes(ctx, provider, eo, clusterName, &res))
+	}
+	if w.ServerGroupPrefix != "" {
+		errs = append(errs, s.sweepServerGroups(ctx, provider, eo, w.ServerGroupPrefix, &res))
 	}
 	return res, errors.Join(errs...)
 }

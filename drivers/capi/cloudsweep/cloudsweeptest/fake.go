@@ -1,5 +1,6 @@
 // Package cloudsweeptest is a small OpenStack (Keystone application
-// credentials, Octavia, Neutron floating IPs, Cinder v3) served by
+// credentials, Octavia, Neutron floating IPs, Cinder v3 volumes and
+// types, Manila share types, Nova server groups and flavors) served by
 // httptest, for the tests of package cloudsweep and of the driver's
 // deletes. It keeps load balancers, floating IPs and volumes in memory and
 // records every request, and answers as the real services do where the
@@ -40,6 +41,20 @@ type Volume struct {
 	Metadata   map[string]string
 }
 
+// ServerGroup is a Nova server group.
+type ServerGroup struct {
+	ID, Name string
+	Policies []string
+}
+
+// Flavor is a Nova flavor.
+type Flavor struct {
+	ID, Name         string
+	VCPUs, RAM, Disk int // RAM in MiB, Disk in GiB
+	Ephemeral        int // GiB
+	ExtraSpecs       map[string]string
+}
+
 // Cloud is the fake. Its fields are guarded by its mutex: use the methods.
 type Cloud struct {
 	URL string
@@ -48,12 +63,54 @@ type Cloud struct {
 	lbs      map[string]*LoadBalancer
 	fips     map[string]*FloatingIP
 	vols     map[string]*Volume
+	sgs      map[string]*ServerGroup
+	flavors  map[string]*Flavor
+	nextID   int
 	requests []string
+	// Volume and share types (names; the default's name, "" for none);
+	// the catalog lists Manila only once share types are set.
+	volTypes, shareTypes     []string
+	defaultVol, defaultShare string
+	manila                   bool
+}
+
+// SetVolumeTypes sets Cinder's volume types and its default ("" for none).
+func (c *Cloud) SetVolumeTypes(names []string, def string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.volTypes, c.defaultVol = names, def
+}
+
+// SetShareTypes adds Manila to the catalog with these share types and
+// default ("" for none).
+func (c *Cloud) SetShareTypes(names []string, def string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shareTypes, c.defaultShare, c.manila = names, def, true
+}
+
+// typesReply answers a list of types (key plural) or the default (key
+// singular), with ids type-<name>.
+func typesReply(w http.ResponseWriter, plural, singular string, names []string, def string, isDefault bool) {
+	if isDefault {
+		if def == "" {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "Default type not found"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{singular: map[string]any{"id": "type-" + def, "name": def, "is_public": true}})
+		return
+	}
+	out := []map[string]any{}
+	for _, n := range names {
+		out = append(out, map[string]any{"id": "type-" + n, "name": n, "is_public": true})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{plural: out})
 }
 
 // New starts a fake cloud, stopped when t ends.
 func New(t testing.TB) *Cloud {
-	c := &Cloud{lbs: map[string]*LoadBalancer{}, fips: map[string]*FloatingIP{}, vols: map[string]*Volume{}}
+	c := &Cloud{lbs: map[string]*LoadBalancer{}, fips: map[string]*FloatingIP{}, vols: map[string]*Volume{},
+		sgs: map[string]*ServerGroup{}, flavors: map[string]*Flavor{}}
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
@@ -91,6 +148,32 @@ func (c *Cloud) SetVolumeStatus(id, status string) {
 	if v := c.vols[id]; v != nil {
 		v.Status = status
 	}
+}
+
+// AddServerGroup adds g.
+func (c *Cloud) AddServerGroup(g ServerGroup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sgs[g.ID] = &g
+}
+
+// ServerGroups lists the server groups, by id.
+func (c *Cloud) ServerGroups() []ServerGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ServerGroup
+	for _, g := range c.sgs {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// AddFlavor adds f.
+func (c *Cloud) AddFlavor(f Flavor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flavors[f.ID] = &f
 }
 
 // Left lists the ids of what is still there, sorted.
@@ -211,9 +294,91 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 			delete(c.vols, id)
 			w.WriteHeader(http.StatusAccepted)
 		}
+	case strings.HasPrefix(path, "/compute/v2.1/"):
+		c.serveCompute(w, r, strings.TrimPrefix(path, "/compute/v2.1"))
+	case (path == "/vol/v3/"+ProjectID+"/types" || path == "/vol/v3/"+ProjectID+"/types/default") && r.Method == http.MethodGet:
+		typesReply(w, "volume_types", "volume_type", c.volTypes, c.defaultVol, strings.HasSuffix(path, "/default"))
+	case c.manila && (path == "/share/v2/"+ProjectID+"/types" || path == "/share/v2/"+ProjectID+"/types/default") && r.Method == http.MethodGet:
+		typesReply(w, "share_types", "share_type", c.shareTypes, c.defaultShare, strings.HasSuffix(path, "/default"))
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " " + path})
 	}
+}
+
+func (c *Cloud) serveCompute(w http.ResponseWriter, r *http.Request, path string) {
+	switch {
+	case path == "/os-server-groups" && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, g := range c.sortedGroups() {
+			out = append(out, map[string]any{"id": g.ID, "name": g.Name, "policies": g.Policies, "members": []string{}})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"server_groups": out})
+	case path == "/os-server-groups" && r.Method == http.MethodPost:
+		var body struct {
+			ServerGroup struct {
+				Name     string   `json:"name"`
+				Policies []string `json:"policies"`
+			} `json:"server_group"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.ServerGroup.Name == "" || len(body.ServerGroup.Policies) != 1 {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"badRequest": map[string]any{"message": "invalid server group"}})
+			return
+		}
+		// The soft policies need microversion 2.15.
+		if strings.HasPrefix(body.ServerGroup.Policies[0], "soft-") && r.Header.Get("X-OpenStack-Nova-API-Version") < "2.15" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"badRequest": map[string]any{"message": "soft policies need 2.15"}})
+			return
+		}
+		c.nextID++
+		g := &ServerGroup{ID: fmt.Sprintf("5e4f0000-0000-4000-8000-%012d", c.nextID), Name: body.ServerGroup.Name, Policies: body.ServerGroup.Policies}
+		c.sgs[g.ID] = g
+		writeJSON(w, http.StatusOK, map[string]any{"server_group": map[string]any{"id": g.ID, "name": g.Name, "policies": g.Policies, "members": []string{}}})
+	case strings.HasPrefix(path, "/os-server-groups/") && r.Method == http.MethodDelete:
+		id := strings.TrimPrefix(path, "/os-server-groups/")
+		if c.sgs[id] == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "not found"}})
+			return
+		}
+		delete(c.sgs, id)
+		w.WriteHeader(http.StatusNoContent)
+	case path == "/flavors/detail" && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, f := range c.flavors {
+			out = append(out, map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
+				"OS-FLV-EXT-DATA:ephemeral": f.Ephemeral})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
+	case strings.HasPrefix(path, "/flavors/") && r.Method == http.MethodGet && strings.HasSuffix(path, "/os-extra_specs"):
+		f := c.flavors[strings.TrimSuffix(strings.TrimPrefix(path, "/flavors/"), "/os-extra_specs")]
+		if f == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "flavor not found"}})
+			return
+		}
+		specs := f.ExtraSpecs
+		if specs == nil {
+			specs = map[string]string{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"extra_specs": specs})
+	case strings.HasPrefix(path, "/flavors/") && r.Method == http.MethodGet:
+		f := c.flavors[strings.TrimPrefix(path, "/flavors/")]
+		if f == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"message": "flavor not found"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavor": map[string]any{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs,
+			"ram": f.RAM, "disk": f.Disk, "OS-FLV-EXT-DATA:ephemeral": f.Ephemeral}})
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " /compute/v2.1" + path})
+	}
+}
+
+func (c *Cloud) sortedGroups() []*ServerGroup {
+	var out []*ServerGroup
+	for _, g := range c.sgs {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 func (c *Cloud) sortedLBs() []*LoadBalancer {
@@ -280,15 +445,20 @@ func (c *Cloud) auth(w http.ResponseWriter, r *http.Request) {
 		return map[string]any{"type": typ, "name": typ, "endpoints": []map[string]any{
 			{"interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": url, "id": typ + "-public"}}}
 	}
+	catalog := []map[string]any{
+		endpoint("identity", base+"/identity/v3"),
+		endpoint("load-balancer", base+"/lb"),
+		endpoint("network", base+"/net"),
+		endpoint("block-storage", base+"/vol/v3/"+ProjectID),
+		endpoint("compute", base+"/compute/v2.1"),
+	}
+	if c.manila {
+		catalog = append(catalog, endpoint("shared-file-system", base+"/share/v2/"+ProjectID))
+	}
 	w.Header().Set("X-Subject-Token", token)
 	writeJSON(w, http.StatusCreated, map[string]any{"token": map[string]any{
 		"methods": []string{"application_credential"},
 		"project": map[string]any{"id": ProjectID, "name": "demo", "domain": map[string]any{"id": "default"}},
-		"catalog": []map[string]any{
-			endpoint("identity", base+"/identity/v3"),
-			endpoint("load-balancer", base+"/lb"),
-			endpoint("network", base+"/net"),
-			endpoint("block-storage", base+"/vol/v3/"+ProjectID),
-		},
+		"catalog": catalog,
 	}})
 }
