@@ -48,7 +48,7 @@ func TestPrivateAPIRefusedUnlessRouted(t *testing.T) {
 	c := &objects.Cluster{FloatingIPEnabled: true, MasterLBEnabled: true}
 	l, _ := DefaultLabelSchema().Parse(map[string]string{"master_lb_floating_ip_enabled": "false"})
 	err := Options{}.checkAPIReachable(c, l)
-	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "management_network_routed") {
+	if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) || !strings.Contains(err.Error(), "management_network_routed") {
 		t.Fatalf("err = %v", err)
 	}
 	if err := (Options{ManagementNetworkRouted: true}).checkAPIReachable(c, l); err != nil {
@@ -91,7 +91,7 @@ func TestSiteLabelDefaults(t *testing.T) {
 
 func TestFlatcarRefusedAtCreate(t *testing.T) {
 	err := checkBootstrap(&objects.ClusterTemplate{ClusterDistro: ptr("flatcar")})
-	if !errors.Is(err, exception.New("InvalidParameterValue", nil)) || !strings.Contains(err.Error(), "Ignition") {
+	if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) || !strings.Contains(err.Error(), "Ignition") {
 		t.Fatalf("err = %v", err)
 	}
 	for _, ok := range []*objects.ClusterTemplate{nil, {}, {ClusterDistro: ptr("ubuntu")}, {ClusterDistro: ptr("rockylinux")}} {
