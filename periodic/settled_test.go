@@ -1,7 +1,11 @@
 package periodic_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -103,4 +107,53 @@ func TestSyncStoresWhatTheBackEndDecidesOnSettledClusters(t *testing.T) {
 	if n := drv.calls.Load(); n != 0 {
 		t.Errorf("%d observations by a driver whose ObservesSettled is false", n)
 	}
+}
+
+// A settled cluster whose template names a driver this conductor does not
+// run (left by another driver in a shared database) is not refreshed, and
+// is not warned about at every cycle; a settled cluster of a registered
+// driver beside it still is.
+func TestSettledClusterOfAnUnregisteredDriverIsQuiet(t *testing.T) {
+	drv := &settledDriver{observes: true}
+	e := newEnv(t, drv)
+	e.store.templates["st"] = &objects.ClusterTemplate{UUID: objects.Str("st"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("settled"), Coe: "kubernetes"}
+	e.store.templates["heat"] = &objects.ClusterTemplate{UUID: objects.Str("heat"), ServerType: objects.Str("vm"),
+		ClusterDistro: objects.Str("fedora-coreos"), Coe: "kubernetes"}
+	e.addCluster(1, objects.CreateComplete, "", nil, "heat")
+	e.addCluster(2, objects.CreateComplete, "", nil, "st")
+	var logs syncBuffer
+	deps := e.deps
+	deps.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Settled: true}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sync.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := drv.calls.Load(); n != 1 {
+		t.Errorf("%d observations, want 1 (the registered driver's cluster)", n)
+	}
+	if s := logs.String(); strings.Contains(s, "level=WARN") || strings.Contains(s, "level=ERROR") {
+		t.Errorf("a settled cluster without a registered driver was logged as a failure:\n%s", s)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the sync's concurrent loggers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

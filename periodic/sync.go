@@ -269,6 +269,13 @@ func (j *SyncClusterStatus) syncOne(ctx, cycle context.Context, c *objects.Clust
 // a SettledObserver (statusmachine.Refresh).
 func (j *SyncClusterStatus) refresh(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup, templates *onceMap[*objects.ClusterTemplate], now time.Time) (string, error) {
 	drv, ct, err := driverFor(ctx, j.d.Store, j.d.Drivers, templates, c)
+	if err != nil && ct != nil {
+		// A settled cluster of a driver this conductor does not run (one
+		// left by another driver in a shared database): nothing to
+		// refresh, and nothing to warn about at every cycle.
+		j.d.Log.Debug("settled cluster has no registered driver; not refreshed", "cluster_uuid", objects.Deref(c.UUID), "error", err)
+		return "", nil
+	}
 	if err != nil {
 		return "driver", err
 	}
