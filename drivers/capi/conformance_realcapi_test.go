@@ -52,6 +52,9 @@ func (h *realHarness) Fixture() drivertest.Fixture {
 	tmpl.UUID, tmpl.Name = ptr("tmpl-conformance-"+randHex(3)), ptr("conformance")
 	tmpl.ServerType, tmpl.ClusterDistro = ptr("vm"), ptr("ubuntu")
 	tmpl.Labels = map[string]string{"kube_tag": "v1.33.4"}
+	// As a default Magnum template: the API gets a floating IP (without
+	// one, and without a routed management network, create is refused).
+	tmpl.FloatingIPEnabled = true
 	next := objects.Clone(tmpl)
 	next.UUID, next.Name, next.Labels = ptr("tmpl-conformance-next-"+randHex(3)), ptr("conformance-next"), map[string]string{"kube_tag": "v1.34.1"}
 	return drivertest.Fixture{
