@@ -2,8 +2,6 @@ package capi
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,43 +10,24 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi/addons"
 	"github.com/openstack/magnum-conductor/drivers/capi/addons/addonstest"
-	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 )
 
 // newAddOnsLifecycle is newLifecycle (lifecycle_realcapi_test.go) with
 // add-on delivery on, with settings.
 func newAddOnsLifecycle(ctx context.Context, t *testing.T, settings addons.Settings) *lifecycle {
 	s, dyn := needRealCAPI(t)
-	bundle, err := apitest.InMemoryClass(classBundleYAML(t, LatestClassVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, LatestClassVersion+".yaml"), bundle, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, mapper, log := inMemoryDriverSetup(t, s)
 	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
 	d, err := New(Options{NamespacePrefix: "addons", ClassDir: dir, CreateTimeout: 10 * time.Minute,
 		AddOns: AddOnOptions{Enabled: true, CacheDir: t.TempDir(), Settings: settings}},
 		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds,
-			Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, log)
+			Mapper: mapper}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

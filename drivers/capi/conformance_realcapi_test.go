@@ -8,10 +8,6 @@ package capi
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,15 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
-	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 	"github.com/openstack/magnum-conductor/drivers/drivertest"
 )
 
@@ -239,25 +231,10 @@ func ensureNamespace(ctx context.Context, dyn dynamic.Interface, ns string) erro
 // the control plane still runs.
 func TestRealCAPIConformance(t *testing.T) {
 	s, dyn := needRealCAPI(t)
-	bundle, err := apitest.InMemoryClass(classBundleYAML(t, LatestClassVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, LatestClassVersion+".yaml"), bundle, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
+	dir, mapper, log := inMemoryDriverSetup(t, s)
 	d, err := New(Options{NamespacePrefix: "conformance", ClassDir: dir},
 		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: &fakeCreds{},
-			Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, log)
+			Mapper: mapper}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -100,31 +101,41 @@ type lifecycle struct {
 	syncs   int
 }
 
-// newLifecycle starts a driver of its own (its informers live as long as
-// the test) on the server with the controllers, with the in-memory variant
-// of the newest released class in its class directory.
-func newLifecycle(ctx context.Context, t *testing.T) *lifecycle {
-	s, dyn := needRealCAPI(t)
+// inMemoryDriverSetup is what a driver of its own on the real controllers
+// needs: a class directory holding the in-memory variant of the newest
+// released class, a RESTMapper through the server's discovery, and a log
+// (the driver's lines on stderr with -v).
+func inMemoryDriverSetup(t *testing.T, s *apitest.Server) (classDir string, mapper meta.RESTMapper, log *slog.Logger) {
+	t.Helper()
 	bundle, err := apitest.InMemoryClass(classBundleYAML(t, LatestClassVersion))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, LatestClassVersion+".yaml"), bundle, 0o600); err != nil {
+	classDir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(classDir, LatestClassVersion+".yaml"), bundle, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	return classDir, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), log
+}
+
+// newLifecycle starts a driver of its own (its informers live as long as
+// the test) on the server with the controllers, with the in-memory variant
+// of the newest released class in its class directory.
+func newLifecycle(ctx context.Context, t *testing.T) *lifecycle {
+	s, dyn := needRealCAPI(t)
+	dir, mapper, log := inMemoryDriverSetup(t, s)
+	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}}
 	d, err := New(Options{NamespacePrefix: "lifecycle", ClassDir: dir, CreateTimeout: 10 * time.Minute},
 		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds,
-			Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, log)
+			Mapper: mapper}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
