@@ -510,7 +510,7 @@ func TestClusterUpgradeNotSupportedFromDriverChangesNoStatus(t *testing.T) {
 	c := e.seed(e.ct, objects.CreateComplete, 2)
 	ng := e.nodegroup(c, "default-worker")
 	_, err := e.h.ClusterUpgrade(e.ctx, c, e.ct, 1, ng, false)
-	if err != notSupported {
+	if err != notSupported { //nolint:errorlint // the same error value, not wrapped, is what the test asserts
 		t.Fatalf("error %v, want the driver's NotSupported untouched", err)
 	}
 	e.wantStatus(*c.UUID, objects.CreateComplete, "seeded")

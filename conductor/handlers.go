@@ -544,7 +544,7 @@ func (h *Handlers) persistThen(ctx context.Context, log *slog.Logger, what strin
 		defer h.retries.Done()
 		rctx, cancel := context.WithCancel(cctx)
 		defer cancel()
-		stop := context.AfterFunc(h.lifetime, cancel)
+		stop := context.AfterFunc(h.lifetime, cancel) //nolint:contextcheck // the retry outlives the call (WithoutCancel above), bounded by h.lifetime
 		defer stop()
 		pause := h.backoff
 		for n := 2; ; n++ {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -85,7 +86,7 @@ func orderedKeys(t *testing.T, raw []byte) map[string][]string {
 		}
 		return nil
 	}
-	if err := walk(""); err != nil && err != io.EOF {
+	if err := walk(""); err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	return out

@@ -3,9 +3,10 @@ package config
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // keystoneauthLoad is keystoneauth's load_auth_from_conf_options on
@@ -53,7 +54,7 @@ project_domain_id = default
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(python, "-c", keystoneauthLoad, conf).Output()
+	out, err := testkit.Output(testkit.ToolTimeout, python, "-c", keystoneauthLoad, conf)
 	if err != nil {
 		t.Fatalf("keystoneauth: %v", err)
 	}

@@ -498,7 +498,7 @@ func (r *resolver) reference(group, name string, depth int) (string, error) {
 				if errors.As(err, &ve) {
 					return "", fmt.Errorf("cannot interpolate $%s: [%s] %s is invalid", name, d.group, d.name)
 				}
-				return "", fmt.Errorf("cannot interpolate $%s: %v", name, err)
+				return "", fmt.Errorf("cannot interpolate $%s: %w", name, err)
 			}
 			return pyStr(v), nil
 		}

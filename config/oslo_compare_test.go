@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 const python = "/usr/bin/python3"
@@ -137,7 +139,7 @@ func requirePython(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		skip("no %s with oslo.config", python)
 	}
-	if err := exec.Command(python, "-c", "import oslo_config, magnum.conf").Run(); err != nil {
+	if _, err := testkit.CombinedOutput(testkit.ToolTimeout, python, "-c", "import oslo_config, magnum.conf"); err != nil {
 		skip("oslo.config or magnum not importable: %v", err)
 	}
 }

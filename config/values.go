@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/openstack/magnum-conductor/internal/pyrepr"
 )
 
 // dict is an oslo DictOpt value: keys in the order they were written (so
@@ -60,7 +62,7 @@ func (d *optDef) convert(s string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("could not convert string to float: %s", pyRepr(s))
 		}
-		if err := d.checkNumber(f, pyFloat(f)); err != nil {
+		if err := d.checkNumber(f, pyrepr.Float(f)); err != nil {
 			return nil, err
 		}
 		if d.unit != 0 && (math.IsNaN(f) || math.Abs(f*float64(d.unit)) >= math.MaxInt64) {
@@ -278,7 +280,7 @@ func normalizeListen(s string) (any, error) {
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return nil, fmt.Errorf("want host:port, :port or a port number: %v", err)
+		return nil, fmt.Errorf("want host:port, :port or a port number: %w", err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return nil, fmt.Errorf("bad port %q", port)
@@ -305,7 +307,7 @@ func pyStr(v any) string {
 	case int64:
 		return strconv.FormatInt(v, 10)
 	case float64:
-		return pyFloat(v)
+		return pyrepr.Float(v)
 	case []string:
 		parts := make([]string, len(v))
 		for i, s := range v {
@@ -320,28 +322,6 @@ func pyStr(v any) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
-}
-
-// pyFloat is Python's repr() of a float.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // pyRepr is Python's repr() of a str (close enough for messages).

@@ -229,7 +229,7 @@ func TestClusterPagination(t *testing.T) {
 			t.Fatalf("message %q", e.Message)
 		}
 		_, err = s.ListClusters(ctx, db.ListOpts{SortDir: "sideways"}, db.ClusterFilters{})
-		if e, ok := err.(*exception.Error); !ok || e.Class != "ValueError" || e.Module != exception.ModuleBuiltins {
+		if e := (*exception.Error)(nil); !errors.As(err, &e) || e.Class != "ValueError" || e.Module != exception.ModuleBuiltins {
 			t.Fatalf("bad sort dir: %v", err)
 		}
 		_, err = s.ListClusters(ctx, db.ListOpts{Marker: "00000000-0000-0000-0000-000000000000"}, db.ClusterFilters{})

@@ -155,8 +155,11 @@ func TestInTxCommitsOrRollsBackTogether(t *testing.T) {
 				return err
 			}
 			got, err := s.GetClusterByUUID(ctx, *c.UUID)
-			if err != nil || got.Status != objects.UpdateInProgress {
-				return fmt.Errorf("own write not seen: %v %v", got, err)
+			if err != nil {
+				return fmt.Errorf("own write not seen: %w", err)
+			}
+			if got.Status != objects.UpdateInProgress {
+				return fmt.Errorf("own write not seen: %v", got)
 			}
 			return boom
 		})

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // TestPyJSONMatchesPythonJSONDumps compares pyJSON with the real
@@ -30,7 +31,7 @@ func TestPyJSONMatchesPythonJSONDumps(t *testing.T) {
 		}
 		// Python sorts the keys too so that dict order does not matter.
 		script := "import json,sys; print(json.dumps(json.loads(sys.argv[1]), sort_keys=True), end='')"
-		out, err := exec.Command("/usr/bin/python3", "-c", script, string(enc)).Output()
+		out, err := testkit.Output(testkit.ToolTimeout, "/usr/bin/python3", "-c", script, string(enc))
 		if err != nil {
 			t.Fatalf("python3: %v", err)
 		}

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // pyDBAPI drives Magnum 15.0.1's own dbapi (magnum.db.sqlalchemy.api) on
@@ -64,10 +66,10 @@ func TestInteropWithPythonDBAPI(t *testing.T) {
 	must(t, os.WriteFile(conf, []byte("[database]\nconnection = "+url+"\n"), 0o600))
 	python := func(args ...string) map[string]any {
 		t.Helper()
-		out, err := exec.Command("/usr/bin/python3", append([]string{"-c", pyDBAPI, conf}, args...)...).Output()
+		out, err := testkit.Output(testkit.ToolTimeout, "/usr/bin/python3", append([]string{"-c", pyDBAPI, conf}, args...)...)
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("python dbapi %v: %v\n%s", args, err, stderr)

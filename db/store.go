@@ -228,7 +228,7 @@ func (s *Store) waitReachable(ctx context.Context, opts Options, redacted string
 			"retry_interval", opts.RetryInterval.String(), "error", err.Error())
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("db: database %s unreachable: %w (last error: %v)", redacted, ctx.Err(), err)
+			return fmt.Errorf("db: database %s unreachable: %w (last error: %v)", redacted, ctx.Err(), err) //nolint:errorlint // only the context's error is the cause callers test; the last error is there for the reader
 		case <-time.After(opts.RetryInterval):
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/testpki"
 )
 
@@ -120,16 +121,17 @@ func tlsMariaDB(t *testing.T, ca *testpki.CA, pki testpki.Pair) string {
 		}
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	if testkit.Poll(30*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			_ = c.Close()
-			return addr
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "err.log"))
-			t.Fatalf("the TLS MariaDB did not start:\n%s", log)
-		}
+		return err == nil
+	}) != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "err.log"))
+		t.Fatalf("the TLS MariaDB did not start:\n%s", log)
 	}
+	return addr
 }
 
 // TestLiveMySQLOverTLS: a MariaDB server that requires TLS, with a

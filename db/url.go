@@ -175,7 +175,7 @@ func mysqlTLS(q url.Values, host string) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{kp}
 	}
 	if ca == "" && capath == "" {
-		cfg.InsecureSkipVerify = true //nolint:gosec // PyMySQL: no CA, no verification
+		cfg.InsecureSkipVerify = true // PyMySQL: no CA, no verification
 		return cfg, nil
 	}
 	roots, err := mysqlRoots(ca, capath)
@@ -202,12 +202,8 @@ func mysqlRoots(ca, capath string) (*x509.CertPool, error) {
 	roots := x509.NewCertPool()
 	found := false
 	if ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
+		if err := tlschain.AppendCAFile(roots, ca); err != nil {
 			return nil, fmt.Errorf("ssl_ca: %w", err)
-		}
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ssl_ca %s holds no certificate", ca)
 		}
 		found = true
 	}
@@ -220,7 +216,7 @@ func mysqlRoots(ca, capath string) (*x509.CertPool, error) {
 			if e.IsDir() {
 				continue
 			}
-			if pem, err := os.ReadFile(filepath.Join(capath, e.Name())); err == nil && roots.AppendCertsFromPEM(pem) {
+			if tlschain.AppendCAFile(roots, filepath.Join(capath, e.Name())) == nil {
 				found = true
 			}
 		}

@@ -213,7 +213,12 @@ type Observation struct {
 
 	// Started is when the back end began the current operation (zero:
 	// unknown). The conductor's per-operation timeouts count from it (a
-	// create's from the cluster's created_at when it is zero).
+	// create's from the cluster's created_at when it is zero; an update
+	// has a deadline only when it is reported, and only once Request, when
+	// reported, shows the update). For an update (UPDATE_IN_PROGRESS,
+	// nodegroup operations included) it is when the back end took up the
+	// operation now in progress: a repeat of the same request keeps it, a
+	// new operation (a new claim, a retry after UPDATE_FAILED) moves it.
 	Started time.Time
 
 	// NodeGroups by nodegroup uuid. A nodegroup absent from the map is not

@@ -73,9 +73,9 @@ func NewRunner(o RunnerOptions, log *slog.Logger, metrics *Metrics) *Runner {
 	}
 	seed := o.Seed
 	if seed == 0 {
-		seed = rand.Uint64()
+		seed = rand.Uint64() //nolint:gosec // the seed of the periodic jobs' jitter, not a secret
 	}
-	r.rand = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	r.rand = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) //nolint:gosec // the periodic jobs' jitter, not a secret
 	return r
 }
 

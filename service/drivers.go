@@ -3,12 +3,10 @@ package service
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/db"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/internal/tlschain"
 )
 
 // DriverFactory builds one cluster driver from what the conductor gives it
@@ -121,13 +120,9 @@ func (k Keystone) Client(ctx context.Context) (*gophercloud.ProviderClient, erro
 	}
 	tlsCfg := &tls.Config{InsecureSkipVerify: k.Insecure} //nolint:gosec // [keystone_auth] insecure, as keystoneauth honours it
 	if k.CAFile != "" {
-		pem, err := os.ReadFile(k.CAFile)
+		pool, err := tlschain.LoadCAFile(k.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("[keystone_auth] cafile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("[keystone_auth] cafile %s holds no certificate", k.CAFile)
 		}
 		tlsCfg.RootCAs = pool
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone/keystonetest"
 	"github.com/openstack/magnum-conductor/drivers/simulated"
+	"github.com/openstack/magnum-conductor/test/testpki"
 )
 
 type exampleOpts struct {
@@ -90,5 +92,33 @@ func TestKeystoneSessionWithTheServiceCredentials(t *testing.T) {
 	}
 	if _, err := (Keystone{}).Client(context.Background()); !errors.Is(err, ErrNoServiceCredentials) {
 		t.Fatalf("no credentials: %v", err)
+	}
+}
+
+// TestKeystoneSessionTrustsTheCAFile: [keystone_auth] cafile is the roots
+// of the session's TLS; another CA fails the handshake, and a missing or
+// empty file is an error naming the path.
+func TestKeystoneSessionTrustsTheCAFile(t *testing.T) {
+	ca, other := testpki.New(t), testpki.New(t)
+	ks := keystonetest.NewTLS(ca.Server(t, "127.0.0.1").TLS(t))
+	t.Cleanup(ks.Close)
+	ks.SetService("svc-id", "magnum", "Default", "s3cret")
+	k := Keystone{AuthURL: ks.AuthURL(), Username: "magnum", Password: "s3cret", UserDomainName: "Default", CAFile: ca.File}
+	if pc, err := k.Client(context.Background()); err != nil || pc.Token() == "" {
+		t.Fatalf("with the server's CA: %v", err)
+	}
+	k.CAFile = other.File
+	if _, err := k.Client(context.Background()); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("with another CA: %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(t.TempDir(), "missing.pem"), empty} {
+		k.CAFile = f
+		if _, err := k.Client(context.Background()); err == nil || !strings.Contains(err.Error(), "[keystone_auth] cafile") || !strings.Contains(err.Error(), f) {
+			t.Errorf("cafile %s: %v", f, err)
+		}
 	}
 }

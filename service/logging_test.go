@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -67,11 +68,8 @@ func TestStopWhileWaitingForTheBrokerIsClean(t *testing.T) {
 	var out harness.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, startup{files: []string{conf}}, &out) }()
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "AMQP server is unreachable"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the conductor never waited for the broker:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if testkit.Poll(60*time.Second, func() bool { return strings.Contains(out.String(), "AMQP server is unreachable") }) != nil {
+		t.Fatalf("the conductor never waited for the broker:\n%s", out.String())
 	}
 	cancel() // SIGTERM
 	if err := <-done; err != nil {

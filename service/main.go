@@ -93,10 +93,10 @@ func execute(args []string, stderr io.Writer, factories []DriverFactory) int {
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		var se *startError
 		if errors.As(err, &se) {
-			fmt.Fprintf(stderr, "magnum-conductor: %v\n", se.err)
+			_, _ = fmt.Fprintf(stderr, "magnum-conductor: %v\n", se.err) // nowhere else to say it
 			return 1
 		}
-		fmt.Fprintf(stderr, "magnum-conductor: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "magnum-conductor: %v\n", err) // nowhere else to say it
 		return 1
 	}
 	return 0

@@ -30,7 +30,7 @@ func TestLostDatabaseIsDBConnectionError(t *testing.T) {
 	notFound := exception.ClusterNotFound("x")
 	plain := errors.New("driver said no")
 	for _, err := range []error{notFound, plain} {
-		if got := translateError(err); got != err {
+		if got := translateError(err); got != err { //nolint:errorlint // the same error value, not wrapped, is what the test asserts
 			t.Errorf("%v became %v", err, got)
 		}
 		if retryCast(translateError(err)) {

@@ -55,7 +55,7 @@ const startupSettle = 15 * time.Second
 
 // serve loads the configuration, starts every part of the conductor and
 // blocks until ctx is cancelled (SIGTERM), then stops them in order.
-func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
+func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //nolint:contextcheck // the stop sequence runs after ctx (SIGTERM) is done, on stopCtx
 	// Armed at SIGTERM, disarmed by the last deferred call: a close that
 	// blocks (below) cannot hold the process past the grace period.
 	var watchdog *time.Timer
@@ -195,7 +195,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		runner.Run(runCtx)
 	}()
 
-	metricsSrv := startMetrics(cfg.Conductor.MetricsListen, reg, store, log)
+	metricsSrv := startMetrics(ctx, cfg.Conductor.MetricsListen, reg, store, log)
 	// Start-up (configuration, schema check, package initialisers, the key
 	// pool's first RSA keys, the first periodic runs) leaves garbage that the
 	// runtime would return to the OS only gradually, and pages of the binary
@@ -220,7 +220,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 	})
 	rpcCtx, cancelRPC := context.WithTimeout(stopCtx, grace-min(grace/4, stopReserve))
 	defer cancelRPC()
-	if err := server.Stop(rpcCtx); err != nil {
+	if err := server.Stop(rpcCtx); err != nil { //nolint:contextcheck // ctx is done by now (SIGTERM): the stop has the grace period of its own
 		log.Error("rpc server did not stop cleanly", "error", err)
 	}
 	cancelRun()
@@ -230,7 +230,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) {
 		log.Warn("periodic jobs did not stop within the grace period")
 	}
 	if metricsSrv != nil {
-		_ = metricsSrv.Shutdown(stopCtx)
+		_ = metricsSrv.Shutdown(stopCtx) //nolint:contextcheck // ctx is done by now (SIGTERM): the stop has the grace period of its own
 	}
 	log.Info("magnum-conductor stopped")
 	return nil
@@ -342,7 +342,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 	return store, nil
 }
 
-func startMetrics(listen string, reg *prometheus.Registry, store *db.Store, log *slog.Logger) *http.Server {
+func startMetrics(ctx context.Context, listen string, reg *prometheus.Registry, store *db.Store, log *slog.Logger) *http.Server {
 	if listen == "" {
 		return nil
 	}
@@ -358,7 +358,7 @@ func startMetrics(listen string, reg *prometheus.Registry, store *db.Store, log 
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", listen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
 	if err != nil {
 		log.Error("metrics listener not started", "listen", listen, "error", err)
 		return nil

@@ -52,19 +52,28 @@ func startDrivers(ctx context.Context, registry *drivers.Registry, log *slog.Log
 
 // statusTimeouts are the status machine's deadlines: a create without
 // create_timeout times out after [cluster_heat]/create_timeout, as Magnum's
-// Heat poller does; updates and deletions have none of the conductor's own
-// (a driver may enforce its own, as the Cluster API driver does its
-// delete_timeout). An operation interrupted before its driver call is
-// resumed after [conductor]/interrupted_operation_timeout (by default the
-// driver-call deadline plus one sync interval: a handler still running has
-// given up its driver call by then), interrupted_operation_attempts times.
+// Heat poller does; an update after [conductor]/update_timeout, by default
+// (-1) as a Heat stack update does, after the stack's timeout (the
+// cluster's create_timeout, else [cluster_heat]/create_timeout); deletions
+// have none of the conductor's own (a driver may enforce its own, as the
+// Cluster API driver does its delete_timeout). An operation interrupted
+// before its driver call is resumed after
+// [conductor]/interrupted_operation_timeout (by default the driver-call
+// deadline plus one sync interval: a handler still running has given up its
+// driver call by then), interrupted_operation_attempts times.
 func statusTimeouts(cfg *config.Config) statusmachine.Timeouts {
 	resume := cfg.Conductor.InterruptedOperationTimeout
 	if resume <= 0 {
 		resume = driverTimeout(cfg) + syncInterval
 	}
-	return statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout, Resume: resume,
+	t := statusmachine.Timeouts{Create: cfg.ClusterHeat.CreateTimeout, Resume: resume,
 		ResumeAttempts: cfg.Conductor.InterruptedOperationAttempts}
+	if u := cfg.Conductor.UpdateTimeout; u < 0 {
+		t.UpdateAsCreate = true
+	} else {
+		t.Update = u
+	}
+	return t
 }
 
 // observesSettled reports whether one of ds asks the status sync to

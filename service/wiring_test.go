@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,10 +138,11 @@ func TestPingEndpointFollowsTheConfiguration(t *testing.T) {
 // the options set the bound and the attempts.
 func TestInterruptedOperationBound(t *testing.T) {
 	for ini, want := range map[string]statusmachine.Timeouts{
-		"": {Create: time.Hour, Resume: 310 * time.Second, ResumeAttempts: 3},
-		"[conductor]\ndriver_call_timeout = 60\n": {Create: time.Hour, Resume: 70 * time.Second, ResumeAttempts: 3},
+		"": {Create: time.Hour, UpdateAsCreate: true, Resume: 310 * time.Second, ResumeAttempts: 3},
+		"[conductor]\ndriver_call_timeout = 60\n": {Create: time.Hour, UpdateAsCreate: true, Resume: 70 * time.Second,
+			ResumeAttempts: 3},
 		"[conductor]\ninterrupted_operation_timeout = 20\ninterrupted_operation_attempts = 0\n": {Create: time.Hour,
-			Resume: 20 * time.Second},
+			UpdateAsCreate: true, Resume: 20 * time.Second},
 	} {
 		cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte(ini)}})
 		if err != nil {
@@ -149,5 +151,37 @@ func TestInterruptedOperationBound(t *testing.T) {
 		if got := statusTimeouts(cfg); got != want {
 			t.Errorf("%q: %+v, want %+v", ini, got, want)
 		}
+	}
+}
+
+// TestUpdateTimeout: by default an update is bounded as a Heat stack update
+// is (the cluster's create_timeout, else [cluster_heat]/create_timeout:
+// UpdateAsCreate); [conductor] update_timeout sets minutes for every
+// cluster, or with 0 no deadline.
+func TestUpdateTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		ini            string
+		update, create time.Duration
+		asCreate       bool
+	}{
+		{"", 0, time.Hour, true},
+		{"[cluster_heat]\ncreate_timeout = 90\n", 0, 90 * time.Minute, true},
+		{"[conductor]\nupdate_timeout = -1\n", 0, time.Hour, true},
+		{"[conductor]\nupdate_timeout = 45\n", 45 * time.Minute, time.Hour, false},
+		{"[conductor]\nupdate_timeout = 0\n", 0, time.Hour, false},
+	} {
+		cfg, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte(tc.ini)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := statusTimeouts(cfg)
+		if got.Update != tc.update || got.UpdateAsCreate != tc.asCreate || got.Create != tc.create {
+			t.Errorf("%q: Update %v UpdateAsCreate %v Create %v, want %v %v %v", tc.ini, got.Update, got.UpdateAsCreate,
+				got.Create, tc.update, tc.asCreate, tc.create)
+		}
+	}
+	if _, err := config.LoadSources([]config.Source{{Name: "t.conf", Data: []byte("[conductor]\nupdate_timeout = -2\n")}}); err == nil ||
+		!strings.Contains(err.Error(), "update_timeout") {
+		t.Errorf("update_timeout = -2: %v, want an error naming it", err)
 	}
 }

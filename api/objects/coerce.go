@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/exception"
+	"github.com/openstack/magnum-conductor/internal/pyrepr"
 )
 
 // isoTimeLayout is oslo's isotime: seconds precision, "Z" for UTC.
@@ -140,39 +141,6 @@ func pyTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// pyFloatRepr renders f as Python's repr(float) does.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	if f == 0 {
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	exp := int(math.Floor(math.Log10(math.Abs(f))))
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	if i := strings.IndexByte(e, 'e'); i >= 0 {
-		if n, err := strconv.Atoi(e[i+1:]); err == nil {
-			exp = n
-		}
-	}
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsRune(s, '.') {
-		s += ".0"
-	}
-	return s
-}
-
 // pyStr coerces v as oslo's String field does: str() of int, float, str
 // (and bool, an int subclass); anything else is a ValueError.
 func pyStr(attr string, v any) (string, error) {
@@ -190,16 +158,16 @@ func pyStr(attr string, v any) (string, error) {
 			if err != nil {
 				return "", valueError("A string is required in field %s, not a float", attr)
 			}
-			return pyFloatRepr(f), nil
+			return pyrepr.Float(f), nil
 		}
 		if i, err := x.Int64(); err == nil {
 			return strconv.FormatInt(i, 10), nil
 		}
 		return string(x), nil
 	case float64:
-		return pyFloatRepr(x), nil
+		return pyrepr.Float(x), nil
 	case float32:
-		return pyFloatRepr(float64(x)), nil
+		return pyrepr.Float(float64(x)), nil
 	case int:
 		return strconv.Itoa(x), nil
 	case int64:
@@ -228,7 +196,7 @@ func pyInt(attr string, v any) (int64, error) {
 		return int64(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, valueError("cannot convert float %s to integer", pyFloatRepr(x))
+			return 0, valueError("cannot convert float %s to integer", pyrepr.Float(x))
 		}
 		return int64(x), nil
 	case json.Number:

@@ -256,19 +256,6 @@ func Unset(o Object, fields ...string) {
 	}
 }
 
-// SetFields returns the wire names of the fields set on o, in declaration
-// order.
-func SetFields(o Object) []string {
-	ci := classOf(o)
-	var out []string
-	for i := range ci.fields {
-		if isSet(o, &ci.fields[i]) {
-			out = append(out, ci.fields[i].name)
-		}
-	}
-	return out
-}
-
 // HasChanged reports whether field changed since the last reset.
 func HasChanged(o Object, field string) bool {
 	return slices.Contains(Changes(o), field)

@@ -307,15 +307,6 @@ func TestDateTimeCoercion(t *testing.T) {
 	}
 }
 
-func TestPyFloatRepr(t *testing.T) {
-	for f, want := range map[float64]string{1.5: "1.5", 3: "3.0", 1e16: "1e+16", 1e15: "1000000000000000.0",
-		0.0001: "0.0001", 0.00001: "1e-05", -2.25: "-2.25", 0.1: "0.1"} {
-		if got := pyFloatRepr(f); got != want {
-			t.Errorf("pyFloatRepr(%v) = %s, want %s", f, got, want)
-		}
-	}
-}
-
 func TestCloneIsDeepAndKeepsTracking(t *testing.T) {
 	cl := fullObjects()[0].(*Cluster)
 	c2 := Clone(cl)

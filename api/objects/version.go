@@ -79,15 +79,6 @@ func UnsupportedObjectError(objtype string) *exception.Error {
 	}
 }
 
-// ObjectActionError is oslo_versionedobjects.exception.ObjectActionError.
-func ObjectActionError(action, reason string) *exception.Error {
-	kw := map[string]any{"action": action, "reason": reason, "code": 500}
-	return &exception.Error{
-		Module: exception.ModuleOVO, Class: "ObjectActionError", Code: 500,
-		Message: "Object action " + action + " failed because: " + reason, Kwargs: kw,
-	}
-}
-
 // CheckVersion reports whether this package can read and write version ver
 // of the named class, as obj_class_from_name does: the same major version
 // and a minor version no newer than ours. It returns UnsupportedObjectError

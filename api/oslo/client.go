@@ -360,7 +360,7 @@ func (c *Client) startReplies(ctx context.Context) error {
 	case <-ctx.Done():
 		if err := c.replyDialer.lastError(); err != nil {
 			// Say why: the reply queue needs the broker.
-			return fmt.Errorf("no connection to %s for the reply queue: %w (last error: %v)", c.replyDialer.url, ctx.Err(), err)
+			return fmt.Errorf("no connection to %s for the reply queue: %w (last error: %v)", c.replyDialer.url, ctx.Err(), err) //nolint:errorlint // only the context's error is the cause callers test; the last error is there for the reader
 		}
 		return ctx.Err()
 	}
@@ -401,7 +401,7 @@ func (c *Client) replyLoop() {
 }
 
 func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
-	defer conn.Close()
+	defer closeConn(conn)
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	ch, err := conn.Channel()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -103,16 +102,12 @@ func (d *dialer) tlsConfig(host string) (*tls.Config, error) {
 	}
 	if d.opts.SSLCAFile == "" {
 		// oslo: ssl without a CA file does not verify the broker.
-		cfg.InsecureSkipVerify = true //nolint:gosec // oslo.messaging's behaviour
+		cfg.InsecureSkipVerify = true // oslo.messaging's behaviour
 		return cfg, nil
 	}
-	pem, err := os.ReadFile(d.opts.SSLCAFile)
+	pool, err := tlschain.LoadCAFile(d.opts.SSLCAFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading ssl_ca_file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("ssl_ca_file %s holds no certificate", d.opts.SSLCAFile)
+		return nil, fmt.Errorf("ssl_ca_file: %w", err)
 	}
 	cfg.RootCAs = pool
 	if d.opts.SSLEnforceHostnameVerification {
@@ -243,7 +238,7 @@ func (d *dialer) retryWait(n int) time.Duration {
 		w = c
 	}
 	if d.opts.KombuReconnectSplay > 0 {
-		w += mrand.N(d.opts.KombuReconnectSplay)
+		w += mrand.N(d.opts.KombuReconnectSplay) //nolint:gosec // reconnect splay, not a secret
 	}
 	return w
 }
@@ -277,7 +272,7 @@ func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection,
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("connecting to %s: %w (last error: %v)", d.url, ctx.Err(), err)
+			return nil, fmt.Errorf("connecting to %s: %w (last error: %v)", d.url, ctx.Err(), err) //nolint:errorlint // only the context's error is the cause callers test; the last error is there for the reader
 		case <-t.C:
 		}
 	}
@@ -299,7 +294,7 @@ func Reachable(ctx context.Context, opts Options) error {
 	for range u.Hosts {
 		conn, h, err := d.dialOnce(ctx)
 		if err == nil {
-			_ = conn.Close()
+			closeConn(conn)
 			return nil
 		}
 		errs = append(errs, h.Addr()+": "+err.Error())
@@ -308,4 +303,17 @@ func Reachable(ctx context.Context, opts Options) error {
 		}
 	}
 	return fmt.Errorf("no broker of %s can be reached: %s", u, strings.Join(errs, "; "))
+}
+
+// closeTimeout bounds the closing handshake of a connection (our
+// connection.close, the broker's close-ok): a broker that does not answer
+// (a half-open TCP connection, a node stalled by an alarm) must not hold
+// a listener's loop, Stop, or the publisher's lock for ever, as
+// amqp091-go's Close, which waits for close-ok without a deadline, would.
+const closeTimeout = 5 * time.Second
+
+// closeConn closes conn within closeTimeout; the socket is closed
+// whatever the broker answers.
+func closeConn(conn *amqp.Connection) {
+	_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
 }

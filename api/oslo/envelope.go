@@ -3,6 +3,7 @@ package oslo
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -218,11 +219,7 @@ func (req *Request) set(k string, v json.RawMessage) {
 }
 
 func asDecodeError(err error, target **DecodeError) bool {
-	de, ok := err.(*DecodeError)
-	if ok {
-		*target = de
-	}
-	return ok
+	return errors.As(err, target)
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -31,6 +31,7 @@ func startPython(t *testing.T, args ...string) *pyPeer {
 		t.Fatalf("the Python reference (%s with oslo.messaging and magnum) is required: %v", python, err)
 	}
 	cmd := exec.Command(python, append([]string{"testdata/interop.py"}, args...)...)
+	cmd.WaitDelay = 5 * time.Second // once killed, a child holding its pipes cannot keep Wait (and the cleanup) waiting
 	cmd.Stderr = testWriter{t}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

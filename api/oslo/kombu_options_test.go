@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -148,17 +147,16 @@ func TestLiveCompressedMessagesOnTheWire(t *testing.T) {
 // getOne waits for one message on q.
 func getOne(t *testing.T, ch *amqp.Channel, q string) amqp.Delivery {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		d, ok, err := ch.Get(q, true)
+	var d amqp.Delivery
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		got, ok, err := ch.Get(q, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok {
-			return d
-		}
-	}
-	t.Fatalf("nothing on %s", q)
-	return amqp.Delivery{}
+		d = got
+		return ok
+	}, "nothing on %s", q)
+	return d
 }
 
 // inflate checks that d is compressed as kombu compresses with gzip, and
@@ -185,7 +183,7 @@ func inflate(t *testing.T, d amqp.Delivery, what string) string {
 func TestLiveCancelOnFailoverReachesTheBroker(t *testing.T) {
 	consumerArgs := func(t *testing.T, queue string) string {
 		t.Helper()
-		out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_consumers", "queue_name", "arguments").Output()
+		out, err := testkit.Output(testkit.ToolTimeout, "rabbitmqctl", "-q", "--no-table-headers", "list_consumers", "queue_name", "arguments")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +296,7 @@ func TestLiveLoginMethodReachesTheBroker(t *testing.T) {
 	e := newEnv(t)
 	e.opts.Rabbit.LoginMethod = "PLAIN"
 	e.startServer(liveDispatcher(t, newRecorder(), nil))
-	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_connections", "auth_mechanism", "client_properties").Output()
+	out, err := testkit.Output(testkit.ToolTimeout, "rabbitmqctl", "-q", "--no-table-headers", "list_connections", "auth_mechanism", "client_properties")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -641,7 +640,12 @@ func TestLiveDeclarationsAndGracefulStop(t *testing.T) {
 	}, "call never started")
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Stop(context.Background()) }()
-	<-s.loopDone // consumers cancelled and fanout queue deleted before the in-flight call ends
+	select { // consumers cancelled and fanout queue deleted before the in-flight call ends
+	case <-s.loopDone:
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the listener did not stop while a call was in flight")
+	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatalf("in-flight call lost: %v", err)
@@ -792,7 +796,7 @@ func TestLiveStopLeavesUnstartedRequestsInTheQueue(t *testing.T) {
 	e := newEnv(t)
 	rec := newRecorder()
 	s := startStuckServer(t, e, rec)
-	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_consumers", "queue_name", "prefetch_count").Output()
+	out, err := testkit.Output(testkit.ToolTimeout, "rabbitmqctl", "-q", "--no-table-headers", "list_consumers", "queue_name", "prefetch_count")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -864,8 +868,8 @@ func TestLiveConsumersPrefetchSumsToBufferBound(t *testing.T) {
 			e.opts.Rabbit.QoSPrefetchCount = c.prefetch
 			e.opts.Rabbit.QuorumQueue = c.quorum
 			s := e.startServer(NewDispatcher())
-			out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_consumers",
-				"queue_name", "prefetch_count").Output()
+			out, err := testkit.Output(testkit.ToolTimeout, "rabbitmqctl", "-q", "--no-table-headers", "list_consumers",
+				"queue_name", "prefetch_count")
 			if err != nil {
 				t.Fatal(err)
 			}

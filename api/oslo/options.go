@@ -303,7 +303,7 @@ func compressionType(name string) (string, error) {
 func (r RabbitOptions) reconnectDelay() time.Duration {
 	d := r.KombuReconnectDelay
 	if r.KombuReconnectSplay > 0 {
-		d += mrand.N(r.KombuReconnectSplay)
+		d += mrand.N(r.KombuReconnectSplay) //nolint:gosec // reconnect splay, not a secret
 	}
 	return d
 }

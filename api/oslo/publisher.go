@@ -133,7 +133,7 @@ func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*amqp.Connec
 		return p.conn, p.gen, nil
 	}
 	if p.conn != nil {
-		_ = p.conn.Close()
+		closeConn(p.conn)
 	}
 	conn, err := p.d.connectTries(ctx, dials)
 	if err != nil {
@@ -150,7 +150,7 @@ func (p *publisher) dropConn(gen int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gen == gen && p.conn != nil {
-		_ = p.conn.Close()
+		closeConn(p.conn)
 		p.conn = nil
 	}
 }
@@ -360,7 +360,7 @@ func (p *publisher) close() {
 	}
 	p.idle = nil
 	if p.conn != nil {
-		_ = p.conn.Close()
+		closeConn(p.conn)
 		p.conn = nil
 	}
 }

@@ -83,7 +83,9 @@ func (q *queueManager) nextShared() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	// Its error is not checked: the counter is in the file once WriteAt
+	// returns, and the lock is released before.
+	defer func() { _ = f.Close() }()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // closeOwnConnections makes the broker close every connection of this test
@@ -17,7 +19,7 @@ import (
 // processes' connections on the shared broker.
 func closeOwnConnections(t *testing.T) int {
 	t.Helper()
-	out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_connections", "pid", "client_properties").Output()
+	out, err := testkit.Output(testkit.ToolTimeout, "rabbitmqctl", "-q", "--no-table-headers", "list_connections", "pid", "client_properties")
 	if err != nil {
 		t.Fatalf("rabbitmqctl list_connections: %v", err)
 	}
@@ -28,7 +30,7 @@ func closeOwnConnections(t *testing.T) int {
 		if !ok || !strings.Contains(props, `{"connection_name","`) || !strings.Contains(props, marker) {
 			continue
 		}
-		if out, err := exec.Command("rabbitmqctl", "-q", "close_connection", pid, "test: broker connection loss").CombinedOutput(); err != nil {
+		if out, err := testkit.CombinedOutput(testkit.ToolTimeout, "rabbitmqctl", "-q", "close_connection", pid, "test: broker connection loss"); err != nil {
 			t.Fatalf("close_connection %s: %v %s", pid, err, out)
 		}
 		n++
@@ -45,17 +47,7 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 	if n := closeOwnConnections(t); n < 4 {
 		t.Fatalf("closed %d connections, want at least 4", n)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		_, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 3 * time.Second})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery after connection loss: %v", err)
-		}
-		t.Logf("call during recovery: %v", err)
-	}
+	callUntilAnswered(t, c, tgt, 3*time.Second, 60*time.Second, "connection loss")
 	if err := c.Cast(context.Background(), tgt, "record", map[string]any{"value": 1, "note": "after"}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +56,23 @@ func TestLiveRecoversFromConnectionLoss(t *testing.T) {
 	if n := closeOwnConnections(t); n < 4 {
 		t.Fatalf("closed %d connections the second time", n)
 	}
-	for {
-		if _, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 3 * time.Second}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no recovery after second loss: %v", err)
+	callUntilAnswered(t, c, tgt, 3*time.Second, 60*time.Second, "second loss")
+}
+
+// callUntilAnswered calls ping_conductor (each call waiting up to
+// callTimeout) until one is answered, and fails t with the last error if
+// none is within timeout.
+func callUntilAnswered(t *testing.T, c *Client, tgt Target, callTimeout, timeout time.Duration, after string) {
+	t.Helper()
+	var err error
+	if testkit.Poll(timeout, func() bool {
+		_, err = c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: callTimeout})
+		if err != nil {
+			t.Logf("call during recovery: %v", err)
 		}
+		return err == nil
+	}) != nil {
+		t.Fatalf("no recovery after %s: %v", after, err)
 	}
 }
 
@@ -116,16 +119,7 @@ func TestLiveRedeclaresWhenQueuesAreDeleted(t *testing.T) {
 	if _, err := ch.QueueDelete(c.ReplyQueue(), false, false, false); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.Call(userCtx(), tgt, "ping_conductor", nil, CallOptions{Timeout: 2 * time.Second})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery after queue deletion: %v", err)
-		}
-	}
+	callUntilAnswered(t, c, tgt, 2*time.Second, 30*time.Second, "queue deletion")
 	if _, err := ch.QueueDeclarePassive(e.topic, false, false, false, false, nil); err != nil {
 		t.Fatalf("topic queue not redeclared: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/brokerctl"
 )
 
@@ -52,17 +53,12 @@ func TestLiveBrokerRestart(t *testing.T) {
 	restarted.Store(true)
 	t.Logf("broker restarted; %d calls answered before, %d failed so far", okBefore.Load(), failed.Load())
 
-	deadline := time.Now().Add(90 * time.Second)
-	for okAfter.Load() < 50 {
-		if time.Now().After(deadline) {
-			close(stop)
-			wg.Wait()
-			t.Fatalf("after the restart only %d calls were answered in 90 s (%d failed)", okAfter.Load(), failed.Load())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	answered := testkit.Poll(90*time.Second, func() bool { return okAfter.Load() >= 50 })
 	close(stop)
 	wg.Wait()
+	if answered != nil {
+		t.Fatalf("after the restart only %d calls were answered in 90 s (%d failed)", okAfter.Load(), failed.Load())
+	}
 	if okBefore.Load() == 0 {
 		t.Fatal("no call was answered before the restart: the callers did not run through it")
 	}

@@ -181,8 +181,8 @@ func (s *Server) Start(ctx context.Context) error {
 	s.runCtx, s.runCancel = context.WithCancel(context.Background())
 	s.workCtx, s.workCancel = context.WithCancel(context.Background())
 	s.pubCtx, s.pubCancel = context.WithCancel(context.Background())
-	go s.workers.reapIdle(s.workCtx)
-	go s.loop()
+	go s.workers.reapIdle(s.workCtx) //nolint:contextcheck // the server's work lives until Stop, not as long as Start's ctx
+	go s.loop()                      //nolint:contextcheck // the server's work lives until Stop, not as long as Start's ctx
 	select {
 	case <-s.ready:
 		return s.readyErr
@@ -334,7 +334,7 @@ const maxBatch = 64
 // serveConn declares and consumes on conn until the connection fails
 // (error) or the server stops (nil).
 func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
-	defer conn.Close()
+	defer closeConn(conn)
 	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	ch, err := conn.Channel()
 	if err != nil {
@@ -388,7 +388,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 			select {
 			case <-drained:
 			case <-s.runCtx.Done():
-			case <-connClosed:
+			case <-connClosed: //nolint:errcheck // stopping anyway: the deletes below log what a lost connection costs
 			}
 			// Like oslo, a stream fanout queue (shared by every server) and
 			// a queue manager's (reused after a restart) are left to

@@ -13,7 +13,7 @@ package pki
 import (
 	"crypto"
 	"crypto/rand"
-	"crypto/sha1"
+	"crypto/sha1" //nolint:gosec // SubjectKeyID: RFC 5280 method 1, an identifier, not a signature
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -42,16 +42,6 @@ func DefaultAllowedExtensions() []string {
 // DefaultAllowedKeyUsage is the default of [x509]allowed_key_usage.
 func DefaultAllowedKeyUsage() []string {
 	return []string{"Digital Signature", "Key Encipherment", "Non Repudiation"}
-}
-
-// ExtensionNames are the extension short names [x509]allowed_extensions
-// accepts (magnum.common.x509.extensions.Extensions).
-func ExtensionNames() []string {
-	return []string{
-		"authorityKeyIdentifier", "subjectKeyIdentifier", "authorityInfoAccess", "basicConstraints",
-		"cRLDistributionPoints", "certificatePolicies", "extendedKeyUsage", "OCSPNoCheck",
-		"inhibitAnyPolicy", "keyUsage", "nameConstraints", "subjectAltName", "issuerAltName",
-	}
 }
 
 // keyUsageNames are the names of the KeyUsage bits 0..8
@@ -413,7 +403,7 @@ func SubjectKeyID(pub crypto.PublicKey) ([]byte, error) {
 	if _, err := asn1.Unmarshal(der, &spki); err != nil {
 		return nil, err
 	}
-	sum := sha1.Sum(spki.PublicKey.Bytes)
+	sum := sha1.Sum(spki.PublicKey.Bytes) //nolint:gosec // RFC 5280 method 1 key identifier, as cryptography computes it
 	return sum[:], nil
 }
 

@@ -3,12 +3,10 @@ package store
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 
 	"github.com/openstack/magnum-conductor/internal/osredact"
+	"github.com/openstack/magnum-conductor/internal/tlschain"
 )
 
 // BarbicanOptions are the service credentials ([keystone_auth]) and the
@@ -103,13 +102,9 @@ func (b *Barbican) serviceClient(ctx context.Context) (*gophercloud.ServiceClien
 	if o.CAFile != "" || o.Insecure {
 		tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.Insecure} //nolint:gosec // operator's choice ([*]insecure)
 		if o.CAFile != "" {
-			pem, err := os.ReadFile(o.CAFile)
+			pool, err := tlschain.LoadCAFile(o.CAFile)
 			if err != nil {
-				return nil, storageError("cannot read Barbican CA file", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, storageError("no certificate in Barbican CA file "+o.CAFile, nil)
+				return nil, storageError("Barbican: "+err.Error(), err)
 			}
 			tlsConf.RootCAs = pool
 		}

@@ -349,3 +349,24 @@ func TestBarbicanGetAndDelete5xx(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 }
+
+// TestBarbicanCAFileErrorsNameThePath: a missing or empty CA file is a
+// CertificateStorageException naming the file, and nothing is stored.
+func TestBarbicanCAFileErrorsNameThePath(t *testing.T) {
+	f := barbicantest.New(t)
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range []string{filepath.Join(t.TempDir(), "missing.pem"), empty} {
+		opts := f.Options()
+		opts.CAFile = ca
+		_, err := store.NewBarbican(opts, testLogger(&bytes.Buffer{})).Store(context.Background(), sample, "c")
+		if !isClass(err, exception.ClassCertificateStorageException) || !strings.Contains(err.Error(), "Barbican: ") || !strings.Contains(err.Error(), ca) {
+			t.Errorf("CA file %s: %v", ca, err)
+		}
+	}
+	if s, c := f.Counts(); s != 0 || c != 0 {
+		t.Fatalf("stored %d secrets, %d containers", s, c)
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/drivers/capi/addons"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
-	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
+	"github.com/openstack/magnum-conductor/internal/wiring"
 )
 
 // capiConfigured reports whether the Cluster API driver is wanted: a
@@ -52,6 +52,8 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		// Clusters without a floating IP for their API are refused unless
 		// the operator routes the management cluster to them.
 		ManagementNetworkRouted: c.ManagementRouted,
+		MinFlavorRAMMiB:         c.MinFlavorRAMMB,
+		MinFlavorVCPUs:          c.MinFlavorVCPUs,
 		AddOns: capi.AddOnOptions{Enabled: c.AddonsEnabled, CacheDir: c.AddonChartCacheDir, Settings: addons.Settings{
 			Repos: c.AddonChartRepos, Charts: c.AddonChartNames, Versions: c.AddonChartVersions,
 			ImageRegistry: c.AddonImageRegistry, ExtraDir: c.ExtraAddonsDir, Builtin: nonNil(c.Addons)}},
@@ -146,10 +148,6 @@ func buildCAPIDriver(cfg *config.Config, getenv func(string) string, certs wirin
 	if c.ClusterClassName != "" && c.ClusterClassName != "magnum" {
 		log.Warn("[capi_driver]/cluster_class_name is ignored: the driver names its classes magnum-<cluster_class_version>",
 			"cluster_class_name", c.ClusterClassName)
-	}
-	if c.MinFlavorRAMMB != 2048 || c.MinFlavorVCPUs != 2 {
-		log.Warn("[capi_driver]/min_flavor_ram_mb and min_flavor_vcpus are not enforced by this driver version",
-			"min_flavor_ram_mb", c.MinFlavorRAMMB, "min_flavor_vcpus", c.MinFlavorVCPUs)
 	}
 	var cloudCACert string
 	if c.CloudCAFile != "" {

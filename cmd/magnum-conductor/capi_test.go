@@ -20,6 +20,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/config"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -133,12 +134,9 @@ func TestCAPIDriverStartsOnceTheManagementClusterAnswers(t *testing.T) {
 		t.Fatalf("ready %v while the management cluster answers 503; logs:\n%s", r.Ready(), logs.String())
 	}
 	up.Store(true)
-	deadline := time.Now().Add(30 * time.Second) // the first pause is 5 s
-	for r.Ready() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("not started after the management cluster came up; logs:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// the first pause is 5 s
+	if testkit.Poll(30*time.Second, func() bool { return r.Ready() == nil }) != nil {
+		t.Fatalf("not started after the management cluster came up; logs:\n%s", logs.String())
 	}
 	c := &objects.Cluster{UUID: objects.Str("5d12f6fd-a196-4bf0-ae4c-1f639a523a52"), Status: objects.CreateInProgress}
 	if _, err := d.Observe(ctx, drivers.ObserveRequest{ClusterRequest: drivers.ClusterRequest{Cluster: c}}); errors.Is(err, drivers.ErrNotReady) {
@@ -290,12 +288,12 @@ func TestCAPIDriverReachableManagementClusterIsRegistered(t *testing.T) {
 // warning at start, rather than silently ignored.
 func TestCAPIOptionsTheDriverDoesNotApplyAreWarnedAbout(t *testing.T) {
 	cfg := loadTestConfig(t, "[capi_driver]\nkubeconfig = "+unreachableKubeconfig(t)+"\nstart_timeout = 1\n"+
-		"min_flavor_ram_mb = 4096\ncluster_class_name = other\n")
+		"cluster_class_name = other\n")
 	logs := &harness.SyncBuffer{}
 	if _, err := buildCAPIDriver(cfg, noEnv, nopCerts{}, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cluster_class_name is ignored", "min_flavor_ram_mb and min_flavor_vcpus are not enforced"} {
+	for _, want := range []string{"cluster_class_name is ignored"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning %q in:\n%s", want, logs.String())
 		}
@@ -309,6 +307,9 @@ func TestCAPISiteDefaultsMapping(t *testing.T) {
 flavor_label_defaults = boot_volume_type:gold,http_proxy:http://proxy:3128
 management_cidrs = 203.0.113.0/28,198.51.100.7/32
 management_network_routed = true
+min_flavor_vcpus = 4
+[capi_helm]
+minimum_flavor_ram = 4096
 [cinder]
 default_boot_volume_type = silver
 default_boot_volume_size = 20
@@ -321,7 +322,8 @@ default_etcd_volume_type = fast
 		t.Errorf("label defaults %v, want %v", got, want)
 	}
 	o := capiOptions(cfg.CAPIDriver, "")
-	if !slices.Equal(o.ManagementCIDRs, []string{"203.0.113.0/28", "198.51.100.7/32"}) || !o.ManagementNetworkRouted {
+	if !slices.Equal(o.ManagementCIDRs, []string{"203.0.113.0/28", "198.51.100.7/32"}) || !o.ManagementNetworkRouted ||
+		o.MinFlavorRAMMiB != 4096 || o.MinFlavorVCPUs != 4 {
 		t.Errorf("%+v", o)
 	}
 	o.LabelDefaults = got

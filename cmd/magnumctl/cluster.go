@@ -55,7 +55,7 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if wait {
-				return g.watch(cmd.Context(), objects.Deref(cl.UUID), objects.CreateInProgress)
+				return g.watch(cmd.Context(), objects.Deref(cl.UUID), objects.CreateInProgress) //nolint:contextcheck // a wait outlives ctx, the one call's timeout: it starts from the command's context, ctx's parent
 			}
 			return g.print(table{header: []string{"UUID", "NAME", "ACCEPTED"},
 				rows:  [][]string{{objects.Deref(cl.UUID), name, "true"}},
@@ -141,8 +141,17 @@ func (g *globals) watch(parent context.Context, uuid, first string) error {
 	defer s.close()
 	last := ""
 	var deleteComplete time.Time // when DELETE_COMPLETE was first seen
+	// A create is cast: the conductor's handler writes the row, and a
+	// lookup can reach the conductor before it has. Until the row is first
+	// seen, "not found" is "not yet", for at most the call timeout.
+	unseenSince := time.Time{}
+	if first == objects.CreateInProgress {
+		unseenSince = time.Now()
+	}
 	if first != "" {
-		fmt.Fprintf(g.out, "%s  %s\n", time.Now().UTC().Format(time.RFC3339), first)
+		if _, err := fmt.Fprintf(g.out, "%s  %s\n", time.Now().UTC().Format(time.RFC3339), first); err != nil {
+			return err
+		}
 		last = first
 	}
 	for {
@@ -150,19 +159,31 @@ func (g *globals) watch(parent context.Context, uuid, first string) error {
 		ctx = contextFrom(ctx, g)
 		c, err := classAction[*objects.Cluster](ctx, s, objects.NameCluster, "get_by_uuid", uuid)
 		cancelCall()
-		if errors.Is(err, exception.ClassClusterNotFound.New(nil)) {
-			fmt.Fprintf(g.out, "%s  DELETED\n", time.Now().UTC().Format(time.RFC3339))
-			return nil
+		notFound := errors.Is(err, exception.ClassClusterNotFound.New(nil))
+		if notFound && !unseenSince.IsZero() && time.Since(unseenSince) < g.timeout {
+			select {
+			case <-parent.Done():
+				return parent.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		if notFound {
+			_, err := fmt.Fprintf(g.out, "%s  DELETED\n", time.Now().UTC().Format(time.RFC3339))
+			return err
 		}
 		if err != nil {
 			return err
 		}
+		unseenSince = time.Time{}
 		if c.Status != last {
 			reason := ""
 			if c.StatusReason != nil && *c.StatusReason != "" {
 				reason = "  " + *c.StatusReason
 			}
-			fmt.Fprintf(g.out, "%s  %s%s\n", time.Now().UTC().Format(time.RFC3339), c.Status, reason)
+			if _, err := fmt.Fprintf(g.out, "%s  %s%s\n", time.Now().UTC().Format(time.RFC3339), c.Status, reason); err != nil {
+				return err // stdout is gone: stop watching
+			}
 			last = c.Status
 		}
 		if c.Status == objects.DeleteComplete && deleteComplete.IsZero() {
@@ -240,7 +261,7 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 			if err := s.api.ClusterUpdateAsync(ctx, prim, nodes, nil, nil, false); err != nil {
 				return err
 			}
-			return g.accepted(cmd.Context(), cl, wait)
+			return g.accepted(cmd.Context(), cl, wait) //nolint:contextcheck // a wait outlives ctx, the one call's timeout: it starts from the command's context, ctx's parent
 		}),
 	}
 	c.Flags().IntVar(&nodes, "node-count", 1, "new worker count of the default worker nodegroup")
@@ -305,7 +326,7 @@ func clusterResizeCmd(g *globals) *cobra.Command {
 			if err := s.api.ClusterResizeAsync(ctx, cp, nodes, remove, np); err != nil {
 				return err
 			}
-			return g.accepted(cmd.Context(), cl, wait)
+			return g.accepted(cmd.Context(), cl, wait) //nolint:contextcheck // a wait outlives ctx, the one call's timeout: it starts from the command's context, ctx's parent
 		}),
 	}
 	c.Flags().IntVar(&nodes, "node-count", 1, "new node count of the nodegroup")
@@ -344,7 +365,7 @@ func clusterUpgradeCmd(g *globals) *cobra.Command {
 			if _, err := s.api.ClusterUpgrade(ctx, prims[0], prims[1], batch, prims[2]); err != nil {
 				return err
 			}
-			return g.accepted(cmd.Context(), cl, wait)
+			return g.accepted(cmd.Context(), cl, wait) //nolint:contextcheck // a wait outlives ctx, the one call's timeout: it starts from the command's context, ctx's parent
 		}),
 	}
 	c.Flags().StringVar(&template, "template", "", "target cluster template")
@@ -368,9 +389,9 @@ func clusterDeleteCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if wait {
-				return g.watch(cmd.Context(), objects.Deref(cl.UUID), "")
+				return g.watch(cmd.Context(), objects.Deref(cl.UUID), "") //nolint:contextcheck // a wait outlives ctx, the one call's timeout: it starts from the command's context, ctx's parent
 			}
-			return g.accepted(cmd.Context(), cl, false)
+			return g.accepted(cmd.Context(), cl, false) //nolint:contextcheck // a wait outlives ctx, the one call's timeout: it starts from the command's context, ctx's parent
 		}),
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "watch until the cluster is gone")

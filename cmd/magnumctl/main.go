@@ -35,12 +35,12 @@ type globals struct {
 }
 
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := rootCommand(&globals{out: stdout})
+	root := rootCommand(&globals{out: stdout}) //nolint:contextcheck // the commands get ctx through root.ExecuteContext below
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "magnumctl: "+explain(err))
+		_, _ = fmt.Fprintln(stderr, "magnumctl: "+explain(err)) // nowhere else to say it
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return 2

@@ -34,6 +34,7 @@ type fakeConductor struct {
 	reason   string
 	gets     int
 	deleted  chan string
+	created  string // the uuid of the cluster a cluster_create cast named
 }
 
 const watchedUUID = "5d12f6fd-a196-4bf8-ae4b-8f72ec2f2aa9"
@@ -53,9 +54,18 @@ func startFakeConductor(t *testing.T, reason string, statuses ...string) *fakeCo
 		Args      []any          `json:"args"`
 		Kwargs    map[string]any `json:"kwargs"`
 	}) (any, error) {
-		if a.ObjName != objects.NameCluster || (a.ObjMethod != "get" && a.ObjMethod != "get_by_uuid") ||
-			len(a.Args) != 1 || a.Args[0] != watchedUUID {
+		if a.ObjName == objects.NameClusterTemplate && a.ObjMethod == "get" {
+			return objects.Encode(&objects.ClusterTemplate{ID: 3, UUID: objects.Str("tmpl-uuid"), Name: objects.Str("dev")}, a.ObjVer, nil)
+		}
+		f.mu.Lock()
+		created := f.created
+		f.mu.Unlock()
+		if a.ObjName != objects.NameCluster || (a.ObjMethod != "get" && a.ObjMethod != "get_by_uuid") || len(a.Args) != 1 {
 			return nil, exception.Builtin("ValueError", "unexpected call "+a.ObjMethod)
+		}
+		if a.Args[0] != watchedUUID && (created == "" || a.Args[0] != created) {
+			// As the conductor before the cast's handler wrote the row.
+			return nil, exception.ClusterNotFound(a.Args[0])
 		}
 		status := f.next()
 		if status == "" {
@@ -66,6 +76,21 @@ func startFakeConductor(t *testing.T, reason string, statuses ...string) *fakeCo
 			cl.StatusReason = objects.Str(f.reason)
 		}
 		return objects.Encode(cl, a.ObjVer, nil)
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Handle("cluster_create", oslo.Method(func(ctx context.Context, a struct {
+		Cluster       map[string]any `json:"cluster"`
+		MasterCount   int            `json:"master_count"`
+		NodeCount     int            `json:"node_count"`
+		CreateTimeout *int           `json:"create_timeout"`
+	}) (any, error) {
+		data, _ := a.Cluster["magnum_object.data"].(map[string]any)
+		uuid, _ := data["uuid"].(string)
+		f.mu.Lock()
+		f.created = uuid
+		f.mu.Unlock()
+		return nil, nil
 	})); err != nil {
 		t.Fatal(err)
 	}
@@ -199,5 +224,28 @@ func TestDeleteWaitFailsOnAFailedStatus(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.gets != 3 {
 		t.Fatalf("%d lookups after DELETE_FAILED, want 3: the watch should stop there", f.gets)
+	}
+}
+
+// TestCreateWaitIsNotFooledByTheRowNotYetWritten: cluster create --wait
+// casts cluster_create, whose handler writes the row; a lookup that reaches
+// the conductor first finds nothing. That is "not yet", not "deleted": the
+// watch goes on to CREATE_COMPLETE (TestQuickStart once printed DELETED
+// 3 s after the create, this race).
+func TestCreateWaitIsNotFooledByTheRowNotYetWritten(t *testing.T) {
+	f := startFakeConductor(t, "", "", "", "CREATE_IN_PROGRESS", "CREATE_COMPLETE")
+	code, out, errOut := f.run(t, "cluster", "create", "--name", "c1", "--template", "dev", "--wait")
+	if code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	got := statusLines(t, out)
+	want := []string{"CREATE_IN_PROGRESS", "CREATE_COMPLETE"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("watch printed %q, want statuses %v", out, want)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.created == "" {
+		t.Fatal("cluster_create was never cast")
 	}
 }

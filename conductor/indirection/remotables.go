@@ -86,6 +86,19 @@ func byID[T objects.Object](v any, get func(int64) (T, error), notFound func(any
 	return one(get(id))
 }
 
+// byIdentity is a get by id or uuid: an int-like ident by id (getID), a
+// uuid-like one by uuid (getUUID), anything else InvalidIdentity.
+func byIdentity[T objects.Object](v any, getID func(int64) (T, error), getUUID func(string) (T, error),
+	notFound func(any) *exception.Error) (any, error) {
+	switch {
+	case isIntLikeOK(v):
+		return byID(v, getID, notFound)
+	case isUUIDLike(v):
+		return one(getUUID(pyStr(v)))
+	}
+	return nil, invalidIdentity(v)
+}
+
 // classMethods is the table of remotable class methods, by object and
 // method name: one function per object below.
 func (h *Handler) classMethods() map[string]map[string]classMethod {
@@ -119,18 +132,10 @@ func quotaNotFound(v any) *exception.Error {
 
 // clusterMethods are Cluster's remotable class methods.
 func clusterMethods(s Store) map[string]classMethod {
-	getCluster := func(ctx context.Context, v any) (any, error) {
-		switch {
-		case isIntLikeOK(v):
-			return byID(v, func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNotFound)
-		case isUUIDLike(v):
-			return one(s.GetClusterByUUID(ctx, pyStr(v)))
-		}
-		return nil, invalidIdentity(v)
-	}
 	return map[string]classMethod{
 		"get": {sig("get", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
-			return getCluster(ctx, b["cluster_id"])
+			return byIdentity(b["cluster_id"], func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) },
+				func(uuid string) (*objects.Cluster, error) { return s.GetClusterByUUID(ctx, uuid) }, clusterNotFound)
 		}},
 		"get_by_id": {sig("get_by_id", req("cluster_id")), func(ctx context.Context, b bound) (any, error) {
 			return byID(b["cluster_id"], func(id int64) (*objects.Cluster, error) { return s.GetClusterByID(ctx, id) }, clusterNotFound)
@@ -257,14 +262,8 @@ func nodeGroupMethods(s Store) map[string]classMethod {
 func x509KeyPairMethods(s Store) map[string]classMethod {
 	return map[string]classMethod{
 		"get": {sig("get", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
-			v := b["x509keypair_id"]
-			switch {
-			case isIntLikeOK(v):
-				return byID(v, func(id int64) (*objects.X509KeyPair, error) { return s.GetX509KeyPairByID(ctx, id) }, x509KeyPairNotFound)
-			case isUUIDLike(v):
-				return one(s.GetX509KeyPairByUUID(ctx, pyStr(v)))
-			}
-			return nil, invalidIdentity(v)
+			return byIdentity(b["x509keypair_id"], func(id int64) (*objects.X509KeyPair, error) { return s.GetX509KeyPairByID(ctx, id) },
+				func(uuid string) (*objects.X509KeyPair, error) { return s.GetX509KeyPairByUUID(ctx, uuid) }, x509KeyPairNotFound)
 		}},
 		"get_by_id": {sig("get_by_id", req("x509keypair_id")), func(ctx context.Context, b bound) (any, error) {
 			return byID(b["x509keypair_id"], func(id int64) (*objects.X509KeyPair, error) {
@@ -345,14 +344,8 @@ func statsMethods(s Store) map[string]classMethod {
 func federationMethods(s Store) map[string]classMethod {
 	return map[string]classMethod{
 		"get": {sig("get", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
-			v := b["federation_id"]
-			switch {
-			case isIntLikeOK(v):
-				return byID(v, func(id int64) (*objects.Federation, error) { return s.GetFederationByID(ctx, id) }, federationNotFound)
-			case isUUIDLike(v):
-				return one(s.GetFederationByUUID(ctx, pyStr(v)))
-			}
-			return nil, invalidIdentity(v)
+			return byIdentity(b["federation_id"], func(id int64) (*objects.Federation, error) { return s.GetFederationByID(ctx, id) },
+				func(uuid string) (*objects.Federation, error) { return s.GetFederationByUUID(ctx, uuid) }, federationNotFound)
 		}},
 		"get_by_id": {sig("get_by_id", req("federation_id")), func(ctx context.Context, b bound) (any, error) {
 			return byID(b["federation_id"], func(id int64) (*objects.Federation, error) {
@@ -422,135 +415,118 @@ func resetOwnChanges(o objects.Object) {
 	}
 }
 
+// on adapts a store method of one class to an instanceMethod.
+func on[T objects.Object](f func(context.Context, T) error) instanceMethod {
+	return func(ctx context.Context, o objects.Object) error { return f(ctx, o.(T)) }
+}
+
+// saved wraps a store save with Python's observable effects.
+func saved(fn instanceMethod) instanceMethod {
+	return func(ctx context.Context, o objects.Object) error {
+		before := objects.Clone(o)
+		if err := fn(ctx, o); err != nil {
+			return err
+		}
+		afterSave(o, before)
+		return nil
+	}
+}
+
+// destroyed wraps a store delete: the object's own changes are reset, as
+// Python's destroy does.
+func destroyed(fn instanceMethod) instanceMethod {
+	return func(ctx context.Context, o objects.Object) error {
+		if err := fn(ctx, o); err != nil {
+			return err
+		}
+		resetOwnChanges(o)
+		return nil
+	}
+}
+
+// refreshed is refresh: the object takes the fields of the stored one that
+// get reads.
+func refreshed[T objects.Object](get func(context.Context, T) (T, error)) instanceMethod {
+	return func(ctx context.Context, o objects.Object) error {
+		cur, err := get(ctx, o.(T))
+		if err != nil {
+			return err
+		}
+		objects.RefreshFrom(o, cur)
+		return nil
+	}
+}
+
 func (h *Handler) instanceMethods() map[string]map[string]instanceMethod {
 	s := h.store
-	// save wraps a store save with Python's observable effects.
-	save := func(fn func(ctx context.Context, o objects.Object) error) instanceMethod {
-		return func(ctx context.Context, o objects.Object) error {
-			before := objects.Clone(o)
-			if err := fn(ctx, o); err != nil {
-				return err
-			}
-			afterSave(o, before)
-			return nil
-		}
-	}
-	destroy := func(fn func(ctx context.Context, o objects.Object) error) instanceMethod {
-		return func(ctx context.Context, o objects.Object) error {
-			if err := fn(ctx, o); err != nil {
-				return err
-			}
-			resetOwnChanges(o)
-			return nil
-		}
-	}
-	refresh := func(get func(ctx context.Context, o objects.Object) (objects.Object, error)) instanceMethod {
-		return func(ctx context.Context, o objects.Object) error {
-			cur, err := get(ctx, o)
-			if err != nil {
-				return err
-			}
-			objects.RefreshFrom(o, cur)
-			return nil
-		}
-	}
-	uuidOf := func(p *string) string { return objects.Deref(p) }
-
+	uuid := objects.Deref
 	return map[string]map[string]instanceMethod{
 		objects.NameCluster: {
-			"create": func(ctx context.Context, o objects.Object) error { return s.CreateCluster(ctx, o.(*objects.Cluster)) },
-			"save": save(func(ctx context.Context, o objects.Object) error {
-				return s.SaveCluster(ctx, o.(*objects.Cluster))
-			}),
-			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
-				return s.DestroyCluster(ctx, uuidOf(o.(*objects.Cluster).UUID))
-			}),
-			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
-				return s.GetClusterByUUID(ctx, uuidOf(o.(*objects.Cluster).UUID))
+			"create": on(s.CreateCluster),
+			"save":   saved(on(s.SaveCluster)),
+			"destroy": destroyed(on(func(ctx context.Context, c *objects.Cluster) error {
+				return s.DestroyCluster(ctx, uuid(c.UUID))
+			})),
+			"refresh": refreshed(func(ctx context.Context, c *objects.Cluster) (*objects.Cluster, error) {
+				return s.GetClusterByUUID(ctx, uuid(c.UUID))
 			}),
 		},
 		objects.NameClusterTemplate: {
-			"create": func(ctx context.Context, o objects.Object) error {
-				return s.CreateClusterTemplate(ctx, o.(*objects.ClusterTemplate))
-			},
-			"save": save(func(ctx context.Context, o objects.Object) error {
-				return s.SaveClusterTemplate(ctx, o.(*objects.ClusterTemplate))
-			}),
-			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
-				return s.DestroyClusterTemplate(ctx, uuidOf(o.(*objects.ClusterTemplate).UUID))
-			}),
-			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
-				return s.GetClusterTemplateByUUID(ctx, uuidOf(o.(*objects.ClusterTemplate).UUID))
+			"create": on(s.CreateClusterTemplate),
+			"save":   saved(on(s.SaveClusterTemplate)),
+			"destroy": destroyed(on(func(ctx context.Context, t *objects.ClusterTemplate) error {
+				return s.DestroyClusterTemplate(ctx, uuid(t.UUID))
+			})),
+			"refresh": refreshed(func(ctx context.Context, t *objects.ClusterTemplate) (*objects.ClusterTemplate, error) {
+				return s.GetClusterTemplateByUUID(ctx, uuid(t.UUID))
 			}),
 		},
 		objects.NameNodeGroup: {
-			"create": func(ctx context.Context, o objects.Object) error {
-				return s.CreateNodeGroup(ctx, o.(*objects.NodeGroup))
-			},
-			"save": save(func(ctx context.Context, o objects.Object) error {
-				return s.SaveNodeGroup(ctx, o.(*objects.NodeGroup))
-			}),
-			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
-				ng := o.(*objects.NodeGroup)
+			"create": on(s.CreateNodeGroup),
+			"save":   saved(on(s.SaveNodeGroup)),
+			"destroy": destroyed(on(func(ctx context.Context, ng *objects.NodeGroup) error {
 				return s.DestroyNodeGroup(ctx, ng.ClusterID, ng.UUID)
-			}),
-			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
-				ng := o.(*objects.NodeGroup)
+			})),
+			"refresh": refreshed(func(ctx context.Context, ng *objects.NodeGroup) (*objects.NodeGroup, error) {
 				return s.GetNodeGroupByUUID(ctx, ng.ClusterID, ng.UUID)
 			}),
 		},
 		objects.NameX509KeyPair: {
-			"create": func(ctx context.Context, o objects.Object) error {
-				return s.CreateX509KeyPair(ctx, o.(*objects.X509KeyPair))
-			},
-			"save": save(func(ctx context.Context, o objects.Object) error {
-				return s.SaveX509KeyPair(ctx, o.(*objects.X509KeyPair))
-			}),
-			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
-				return s.DestroyX509KeyPair(ctx, uuidOf(o.(*objects.X509KeyPair).UUID))
-			}),
-			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
-				return s.GetX509KeyPairByUUID(ctx, uuidOf(o.(*objects.X509KeyPair).UUID))
+			"create": on(s.CreateX509KeyPair),
+			"save":   saved(on(s.SaveX509KeyPair)),
+			"destroy": destroyed(on(func(ctx context.Context, k *objects.X509KeyPair) error {
+				return s.DestroyX509KeyPair(ctx, uuid(k.UUID))
+			})),
+			"refresh": refreshed(func(ctx context.Context, k *objects.X509KeyPair) (*objects.X509KeyPair, error) {
+				return s.GetX509KeyPairByUUID(ctx, uuid(k.UUID))
 			}),
 		},
 		objects.NameMagnumService: {
-			"create": func(ctx context.Context, o objects.Object) error {
-				return s.CreateMagnumService(ctx, o.(*objects.MagnumService))
-			},
-			"save": save(func(ctx context.Context, o objects.Object) error {
-				return s.SaveMagnumService(ctx, o.(*objects.MagnumService))
-			}),
-			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
-				return s.DestroyMagnumService(ctx, o.(*objects.MagnumService).ID)
-			}),
+			"create": on(s.CreateMagnumService),
+			"save":   saved(on(s.SaveMagnumService)),
+			"destroy": destroyed(on(func(ctx context.Context, ms *objects.MagnumService) error {
+				return s.DestroyMagnumService(ctx, ms.ID)
+			})),
 			// report_state_up is report_count += 1, then save.
 			"report_state_up": func(ctx context.Context, o objects.Object) error {
-				ms := o.(*objects.MagnumService)
-				ms.ReportCount++
-				return save(func(ctx context.Context, o objects.Object) error {
-					return s.SaveMagnumService(ctx, ms)
-				})(ctx, o)
+				o.(*objects.MagnumService).ReportCount++
+				return saved(on(s.SaveMagnumService))(ctx, o)
 			},
 		},
 		objects.NameQuota: {
-			"create": func(ctx context.Context, o objects.Object) error { return s.CreateQuota(ctx, o.(*objects.Quota)) },
-			"delete": destroy(func(ctx context.Context, o objects.Object) error {
-				q := o.(*objects.Quota)
+			"create": on(s.CreateQuota),
+			"delete": destroyed(on(func(ctx context.Context, q *objects.Quota) error {
 				return s.DeleteQuota(ctx, q.ProjectID, q.Resource)
-			}),
+			})),
 		},
 		objects.NameFederation: {
-			"create": func(ctx context.Context, o objects.Object) error {
-				return s.CreateFederation(ctx, o.(*objects.Federation))
-			},
-			"save": save(func(ctx context.Context, o objects.Object) error {
-				return s.SaveFederation(ctx, o.(*objects.Federation))
-			}),
-			"destroy": destroy(func(ctx context.Context, o objects.Object) error {
-				return s.DestroyFederation(ctx, uuidOf(o.(*objects.Federation).UUID))
-			}),
-			"refresh": refresh(func(ctx context.Context, o objects.Object) (objects.Object, error) {
-				return s.GetFederationByUUID(ctx, uuidOf(o.(*objects.Federation).UUID))
+			"create": on(s.CreateFederation),
+			"save":   saved(on(s.SaveFederation)),
+			"destroy": destroyed(on(func(ctx context.Context, f *objects.Federation) error {
+				return s.DestroyFederation(ctx, uuid(f.UUID))
+			})),
+			"refresh": refreshed(func(ctx context.Context, f *objects.Federation) (*objects.Federation, error) {
+				return s.GetFederationByUUID(ctx, uuid(f.UUID))
 			}),
 		},
 	}

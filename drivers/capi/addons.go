@@ -59,7 +59,11 @@ const (
 	// annotationAddOnResources on the ClusterResourceSet maps each of its
 	// Secrets to the add-on it holds (JSON), for the status reason.
 	annotationAddOnResources = "magnum.openstack.org/addon-resources"
-	componentAddOn           = "addon"
+	// annotationAddOnWarnings on the ClusterResourceSet holds the warnings
+	// of its last rendering ("; "-separated: the charts' hooks not run),
+	// which the status sync appends to the cluster's status_reason.
+	annotationAddOnWarnings = "magnum.openstack.org/addon-warnings"
+	componentAddOn          = "addon"
 	// maxAddOnSecret keeps a resource-set Secret under the API server's
 	// 1 MiB object limit; a larger add-on is split over several.
 	maxAddOnSecret = 900 << 10
@@ -96,7 +100,14 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	labels := mapWith(ownerLabels(c), map[string]string{clusterv1.ClusterNameLabel: r.Name, LabelComponent: componentAddOn})
 	var refs []addonsv1.ResourceRef
 	which := map[string]string{}
+	var warnings []string
 	for _, a := range set {
+		if w := a.Warning(); w != "" {
+			warnings = append(warnings, w)
+		}
+		if left := a.LeftOut(); left != "" {
+			d.log.Info("add-ons: chart hooks left out", append(d.logAttrs(ctx, c), "capi_cluster", r.String(), "hooks", left)...)
+		}
 		parts, err := addOnParts(a.Objects)
 		if err != nil {
 			return fmt.Errorf("capi: add-on %s: %w", a.Name, err)
@@ -121,10 +132,17 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 		}
 	}
 	ann, _ := json.Marshal(which)
+	crsAnnotations := map[string]string{annotationAddOnResources: string(ann)}
+	if len(warnings) > 0 {
+		// Server-side apply: an annotation no longer sent is removed.
+		crsAnnotations[annotationAddOnWarnings] = strings.Join(warnings, "; ")
+		d.log.Warn("add-ons: chart upgrade hooks not run", append(d.logAttrs(ctx, c), "capi_cluster", r.String(),
+			"warning", crsAnnotations[annotationAddOnWarnings])...)
+	}
 	crs := &addonsv1.ClusterResourceSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: addonsv1.GroupVersion.String(), Kind: "ClusterResourceSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: crsName(r.Name), Namespace: r.Namespace, Labels: labels,
-			Annotations: map[string]string{annotationAddOnResources: string(ann)}, OwnerReferences: []metav1.OwnerReference{owner}},
+			Annotations: crsAnnotations, OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: addonsv1.ClusterResourceSetSpec{
 			ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelClusterUUID: deref(c.UUID)}},
 			Resources:       refs,
@@ -140,7 +158,7 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	if err != nil {
 		return fmt.Errorf("capi: apply ClusterResourceSet %s/%s: %w", r.Namespace, crs.Name, err)
 	}
-	d.noteAddOnsWritten(r, written.GetGeneration())
+	d.addOnsWritten.note(r, written.GetGeneration())
 	// The Secrets of earlier renderings.
 	old, err := d.deps.Core.ListSecrets(ctx, r.Namespace, LabelClusterUUID+"="+deref(c.UUID)+","+LabelComponent+"="+componentAddOn)
 	if err != nil {
@@ -219,7 +237,7 @@ func (d *Driver) addOnsPending(r ref) (reason string, pending bool) {
 	if crs == nil {
 		return "waiting for the add-ons' ClusterResourceSet " + crsName(r.Name), true
 	}
-	if d.addOnsCacheBehind(r, crs.Generation) {
+	if d.addOnsWritten.behind(r, crs.Generation) {
 		// The cache still shows the set before our last rendering.
 		return "waiting for Cluster API to apply the add-ons", true
 	}
@@ -317,33 +335,4 @@ func (o AddOnOptions) validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// noteAddOnsWritten records the generation of the ClusterResourceSet of
-// r that our last apply produced, until the informer cache has it: a set
-// cached from before it would judge the add-ons of the previous rendering.
-func (d *Driver) noteAddOnsWritten(r ref, generation int64) {
-	d.writtenMu.Lock()
-	defer d.writtenMu.Unlock()
-	if d.addOnsWritten == nil {
-		d.addOnsWritten = map[string]int64{}
-	}
-	d.addOnsWritten[r.Namespace+"/"+r.Name] = generation
-}
-
-// addOnsCacheBehind reports whether the cached set of r (at generation) is
-// older than what this driver last wrote; once it is not, the record goes.
-func (d *Driver) addOnsCacheBehind(r ref, generation int64) bool {
-	d.writtenMu.Lock()
-	defer d.writtenMu.Unlock()
-	key := r.Namespace + "/" + r.Name
-	want, ok := d.addOnsWritten[key]
-	if !ok {
-		return false
-	}
-	if generation >= want {
-		delete(d.addOnsWritten, key)
-		return false
-	}
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers/capi/addons"
+	"github.com/openstack/magnum-conductor/drivers/capi/addons/addonstest"
 )
 
 // extraAddOnsDir writes an extra_addons_dir with one manifests.yaml add-on
@@ -113,20 +116,7 @@ func TestAddOnsDeliveredByClusterResourceSet(t *testing.T) {
 
 	// Cluster API reports the cluster up: the add-ons hold the create.
 	p := &capi{t: t, e: e, r: r, c: c}
-	p.controlPlane(1, "v1.33.4")
-	p.machine(r.Name+"-cp-0", "", "srv-cp-0", "10.0.0.10", true)
-	p.machineDeployment("default-worker", 1)
-	p.mdStatus("default-worker", 1, 1, 1, settledMDConds()...)
-	p.machine(r.Name+"-default-worker-0", "default-worker", "srv-w-0", "10.0.1.10", false)
-	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(ctx, r.Name, "application/merge-patch+json",
-		[]byte(`{"spec":{"controlPlaneEndpoint":{"host":"203.0.113.7","port":6443}}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
-		t.Fatal(err)
-	}
-	p.kubeconfigSecret("https://203.0.113.7:6443")
-	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
-		st.Conditions = healthyConds()
-		st.ControlPlane = &clusterv1.ClusterControlPlaneStatus{Versions: []clusterv1.StatusVersion{{Version: "v1.33.4", Replicas: 1}}}
-	})
+	p.upWithOneWorker(ctx)
 	e.syncUntil(t, c, objects.CreateInProgress, "add-ons not applied yet: cloud-config, hello")
 
 	// Cluster API applies the first resource, then the second.
@@ -193,4 +183,97 @@ func setCRSApplied(t *testing.T, e *env, r ref) {
 	if _, err := e.dyn.Resource(gvrCRS).Namespace(r.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// upWithOneWorker writes what Cluster API reports for a cluster that is up
+// with one control-plane machine and one worker (v1.33.4, endpoint
+// 203.0.113.7:6443), as the add-on tests need it before the add-ons apply.
+func (p *capi) upWithOneWorker(ctx context.Context) {
+	t, e, r := p.t, p.e, p.r
+	p.controlPlane(1, "v1.33.4")
+	p.machine(r.Name+"-cp-0", "", "srv-cp-0", "10.0.0.10", true)
+	p.machineDeployment("default-worker", 1)
+	p.mdStatus("default-worker", 1, 1, 1, settledMDConds()...)
+	p.machine(r.Name+"-default-worker-0", "default-worker", "srv-w-0", "10.0.1.10", false)
+	if _, err := e.dyn.Resource(gvrCluster).Namespace(r.Namespace).Patch(ctx, r.Name, "application/merge-patch+json",
+		[]byte(`{"spec":{"controlPlaneEndpoint":{"host":"203.0.113.7","port":6443}}}`), metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	p.kubeconfigSecret("https://203.0.113.7:6443")
+	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
+		st.Conditions = healthyConds()
+		st.ControlPlane = &clusterv1.ClusterControlPlaneStatus{Versions: []clusterv1.StatusVersion{{Version: "v1.33.4", Replicas: 1}}}
+	})
+}
+
+// TestAddOnChartHooksReported (test API server; the test plays Cluster
+// API): an operator's chart with hooks is delivered with its pre-install
+// and post-install hooks in resource Secrets of their own, before and
+// after its other objects; the hooks a ClusterResourceSet has no moment
+// for are named in an annotation of the set and, once the cluster is up,
+// in its status_reason.
+func TestAddOnChartHooksReported(t *testing.T) {
+	dir := addonstest.HookedExtraDir(t)
+	opts := Options{CreateTimeout: time.Hour, AddOns: AddOnOptions{Enabled: true, CacheDir: t.TempDir(), Settings: addons.Settings{
+		Builtin: []string{}, ExtraDir: dir}}}
+	e := newEnvWith(t, opts, nil)
+	ctx := context.Background()
+	c := e.newCluster("hooks", map[string]string{"kube_tag": "v1.33.4"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 1})
+	if err := e.create(ctx, c, 60); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := refOf(c)
+	crs := e.crs(t, r)
+	// Only the upgrade hook is a warning (its moment comes with
+	// cluster_upgrade); every hook left out is logged.
+	const want = "add-on hooked (chart hooked 1.0.0): Helm upgrade hooks not run: Job/upgrade (pre-upgrade)"
+	if got := crs.Annotations[annotationAddOnWarnings]; got != want {
+		t.Errorf("ClusterResourceSet warnings %q, want %q", got, want)
+	}
+	const leftOut = "add-on hooked (chart hooked 1.0.0): Helm hooks not run: Job/upgrade (pre-upgrade), Job/cleanup (pre-delete,post-delete), " +
+		"Job/rollback (post-rollback), Job/legacy (crd-install), Pod/hooked-test (test)"
+	if got := e.logs.lines("chart hooks left out", strconv.Quote(leftOut)); len(got) == 0 {
+		t.Errorf("no log line naming every hook left out (%q)", leftOut)
+	}
+	// cloud-config, then the chart: its release namespace (which the
+	// chart does not render) and CRD, three pre-install weights, the
+	// objects, two post-install weights.
+	var parts []string
+	for _, res := range crs.Spec.Resources[1:] {
+		var kinds []string
+		for _, doc := range strings.Split(string(e.secret(t, r.Namespace, res.Name).Data["resources.yaml"]), "---\n") {
+			var o map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			md, _ := o["metadata"].(map[string]any)
+			kinds = append(kinds, o["kind"].(string)+"/"+md["name"].(string))
+		}
+		parts = append(parts, strings.Join(kinds, " "))
+	}
+	wantParts := []string{"Namespace/site CustomResourceDefinition/widgets.example.com", "ServiceAccount/pre-sa", "Job/both", "Job/pre-a Job/pre-b",
+		"ConfigMap/cfg Deployment/app", "ConfigMap/post-cm", "Job/post"}
+	if !slices.Equal(parts, wantParts) {
+		t.Errorf("resources of the chart\n%q\nwant\n%q", parts, wantParts)
+	}
+	p := &capi{t: t, e: e, r: r, c: c}
+	p.upWithOneWorker(ctx)
+	binding := &addonsv1.ClusterResourceSetBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: addonsv1.GroupVersion.String(), Kind: "ClusterResourceSetBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
+		Spec:       addonsv1.ClusterResourceSetBindingSpec{ClusterName: r.Name, Bindings: []addonsv1.ResourceSetBinding{{ClusterResourceSetName: crs.Name}}},
+	}
+	for _, res := range crs.Spec.Resources {
+		binding.Spec.Bindings[0].Resources = append(binding.Spec.Bindings[0].Resources,
+			addonsv1.ResourceBinding{ResourceRef: res, Applied: ptr(true), Hash: "h", LastAppliedTime: metav1.Now()})
+	}
+	u, err := toUnstructured(binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(gvrCRSBinding).Namespace(r.Namespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setCRSApplied(t, e, r)
+	e.syncUntil(t, c, objects.CreateComplete, "Warning: "+want)
 }

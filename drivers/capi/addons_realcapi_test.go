@@ -23,7 +23,7 @@ import (
 func newAddOnsLifecycle(ctx context.Context, t *testing.T, settings addons.Settings) *lifecycle {
 	s, dyn := needRealCAPI(t)
 	dir, mapper, log := inMemoryDriverSetup(t, s)
-	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}}
+	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}, classDir: dir}
 	d, err := New(Options{NamespacePrefix: "addons", ClassDir: dir, CreateTimeout: 10 * time.Minute,
 		AddOns: AddOnOptions{Enabled: true, CacheDir: t.TempDir(), Settings: settings}},
 		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds,
@@ -152,8 +152,9 @@ func TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied(t *testing.T) {
 		t.Fatalf("ResizeCluster: %v", err)
 	}
 	// Cluster API tries and fails; the update stays in progress naming it.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	eventuallyCtx(waitCtx, t, "a failed needs-sc binding and the reason naming it", func() (bool, string) {
 		l.sync()
 		if l.cluster.Status != objects.UpdateInProgress {
 			t.Fatalf("the update left UPDATE_IN_PROGRESS with an add-on not applied: %s", l.state())
@@ -165,13 +166,7 @@ func TestRealCAPIAddOnsGateCreateAndNameWhatIsNotApplied(t *testing.T) {
 				failed = true
 			}
 		}
-		if failed && strings.Contains(deref(l.cluster.StatusReason), "add-ons not applied yet: needs-sc") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failed needs-sc binding and reason after 90 s: %s", l.state())
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return failed && strings.Contains(deref(l.cluster.StatusReason), "add-ons not applied yet: needs-sc"), l.state()
+	})
 	t.Logf("update held: %s", deref(l.cluster.StatusReason))
 }

@@ -19,7 +19,7 @@ import (
 // (either nil), never started.
 func addOnsDriver(t *testing.T, crs *addonsv1.ClusterResourceSet, binding *addonsv1.ClusterResourceSetBinding) *Driver {
 	t.Helper()
-	c, err := newStateCache(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0, nil, true)
+	c, err := newStateCache(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0, nil, true, infraConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

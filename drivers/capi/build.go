@@ -208,6 +208,11 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	heal := healingOf(l)
+	cpHealthCheck, err := controlPlaneHealthCheck(autoHeal, hc, heal)
+	if err != nil {
+		return nil, err
+	}
 	var mds []clusterv1.MachineDeploymentTopology
 	seen := map[string]bool{}
 	for _, ng := range workers {
@@ -222,7 +227,13 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 			Metadata: clusterv1.ObjectMeta{Labels: labelsWith(withNodeLabels(map[string]string{
 				LabelNodeGroupUUID: ng.UUID, LabelRole: objects.RoleWorker}, ng))},
 			FailureDomain: firstNonEmpty(ptr(ng.Labels["availability_zone"]), ptr(l.String("availability_zone"))),
-			HealthCheck:   clusterv1.MachineDeploymentTopologyHealthCheck{Enabled: ptr(autoHeal && hc.workers[workerClass])},
+		}
+		ngAutoHeal, ngHeal, err := nodeGroupHealing(ng, autoHeal, heal)
+		if err != nil {
+			return nil, err
+		}
+		if md.HealthCheck, err = workerHealthCheck(ngAutoHeal, hc, workerClass, ngHeal); err != nil {
+			return nil, err
 		}
 		if isAutoscaled(l, ng) {
 			minN, maxN := autoscalerRange(l, ng)
@@ -248,6 +259,13 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 		}
 		if declared["nodeLabels"] {
 			nv, err := nodeGroupLabelVariables(ng)
+			if err != nil {
+				return nil, err
+			}
+			overrides = append(overrides, nv...)
+		}
+		if declared["extraNetworks"] {
+			nv, err := nodeGroupExtraNetworks(ng)
 			if err != nil {
 				return nil, err
 			}
@@ -289,7 +307,7 @@ func desiredCluster(s spec) (*clusterv1.Cluster, error) {
 					Metadata: clusterv1.ObjectMeta{Labels: labelsWith(withNodeLabels(map[string]string{
 						LabelNodeGroupUUID: master.UUID, LabelRole: objects.RoleMaster}, master))},
 					Replicas:    ptr(int32(master.NodeCount)),
-					HealthCheck: controlPlaneHealthCheck(autoHeal, hc),
+					HealthCheck: cpHealthCheck,
 				},
 				Workers:   clusterv1.WorkersTopology{MachineDeployments: mds},
 				Variables: cvars,
@@ -339,11 +357,13 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// controlPlaneHealthCheck enables the control plane's MachineHealthCheck
-// when auto-healing is on; a class that defines none keeps the field unset.
-func controlPlaneHealthCheck(autoHeal bool, hc healthChecks) clusterv1.ControlPlaneTopologyHealthCheck {
-	if !hc.controlPlane {
-		return clusterv1.ControlPlaneTopologyHealthCheck{}
+func mapWith(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
 	}
-	return clusterv1.ControlPlaneTopologyHealthCheck{Enabled: ptr(autoHeal)}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -153,19 +154,30 @@ func projectInfra(obj any) (any, error) {
 
 // stateCache is the set of shared informers the driver reads from.
 type stateCache struct {
-	clusters, deployments, machines, controlPlanes, infraClusters, infraMachines toolscache.SharedIndexInformer
+	clusters, deployments, machines, controlPlanes toolscache.SharedIndexInformer
+	// infra are the infrastructure kinds' informers (infra.go).
+	infra *infraInformers
 	// crs and crsBindings (nil without add-ons) are the clusters'
 	// ClusterResourceSets and Cluster API's bindings of them (addons.go).
 	crs, crsBindings toolscache.SharedIndexInformer
 	cancel           context.CancelFunc
 }
 
+// infraConfig is how the cache finds the infrastructure kinds' resources
+// (infraResolver) and the kinds watched from the start (infraKindsOf).
+type infraConfig struct {
+	resolve func(infraKind) (schema.GroupVersionResource, error)
+	seeds   []infraKind
+	log     *slog.Logger // of failures to watch a kind; nil: none
+}
+
 // newStateCache builds the informers: CAPI objects filtered by the magnum
-// cluster label (propagated through the topology metadata), CAPO objects by
-// the CAPI cluster-name label. onError hears about every list or watch
-// request of theirs that fails (the informers retry by themselves).
-// withAddOns adds the add-ons' ClusterResourceSets and their bindings.
-func newStateCache(client dynamic.Interface, resync time.Duration, onError func(error), withAddOns bool) (*stateCache, error) {
+// cluster label (propagated through the topology metadata), infrastructure
+// objects (of the kinds infra resolves, infra.go) by the CAPI cluster-name
+// label. onError hears about every list or watch request of theirs that
+// fails (the informers retry by themselves). withAddOns adds the add-ons'
+// ClusterResourceSets and their bindings.
+func newStateCache(client dynamic.Interface, resync time.Duration, onError func(error), withAddOns bool, infra infraConfig) (*stateCache, error) {
 	inf := func(gvr schema.GroupVersionResource, selector string) toolscache.SharedIndexInformer {
 		return newInformer(client, gvr, selector, resync, onError)
 	}
@@ -174,10 +186,22 @@ func newStateCache(client dynamic.Interface, resync time.Duration, onError func(
 		deployments:   inf(gvrMD, LabelClusterUUID),
 		machines:      inf(gvrMachine, LabelClusterUUID),
 		controlPlanes: inf(gvrKCP, LabelClusterUUID),
-		infraClusters: inf(gvrOSC, clusterv1.ClusterNameLabel),
-		infraMachines: inf(gvrOSM, clusterv1.ClusterNameLabel),
 	}
 	idx := toolscache.Indexers{byClusterIndex: indexByClusterLabel}
+	resolve := infra.resolve
+	if resolve == nil {
+		resolve = infraResolver(nil)
+	}
+	c.infra = newInfraInformers(resolve, func(gvr schema.GroupVersionResource) (toolscache.SharedIndexInformer, error) {
+		i := inf(gvr, clusterv1.ClusterNameLabel)
+		if err := i.SetTransform(projectInfra); err != nil {
+			return nil, err
+		}
+		if err := i.AddIndexers(idx); err != nil {
+			return nil, err
+		}
+		return i, nil
+	}, infra.seeds, infra.log)
 	steps := []struct {
 		inf toolscache.SharedIndexInformer
 		tf  toolscache.TransformFunc
@@ -186,8 +210,6 @@ func newStateCache(client dynamic.Interface, resync time.Duration, onError func(
 		{c.deployments, typed(func() *clusterv1.MachineDeployment { return &clusterv1.MachineDeployment{} })},
 		{c.machines, typed(func() *clusterv1.Machine { return &clusterv1.Machine{} })},
 		{c.controlPlanes, typedControlPlane},
-		{c.infraClusters, projectInfra},
-		{c.infraMachines, projectInfra},
 	}
 	if withAddOns {
 		c.crs = inf(gvrCRS, LabelClusterUUID)
@@ -210,6 +232,11 @@ func newStateCache(client dynamic.Interface, resync time.Duration, onError func(
 			if err := s.inf.AddIndexers(idx); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, i := range []toolscache.SharedIndexInformer{c.clusters, c.machines} {
+		if _, err := i.AddEventHandler(c.infra.infraRefHandler()); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -268,7 +295,9 @@ func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, sele
 			return w, err
 		},
 	}
-	return toolscache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{
+	// A client that cannot serve a watch-list (a fake's) says so, and its
+	// informers list instead of waiting for the list's end for ever.
+	return toolscache.NewSharedIndexInformerWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, client), &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{
 		ResyncPeriod:      resync,
 		Indexers:          toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 		ObjectDescription: gvr.String(),
@@ -276,11 +305,11 @@ func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, sele
 }
 
 func (c *stateCache) all() []toolscache.SharedIndexInformer {
-	all := []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes, c.infraClusters, c.infraMachines}
+	all := []toolscache.SharedIndexInformer{c.clusters, c.deployments, c.machines, c.controlPlanes}
 	if c.crs != nil {
 		all = append(all, c.crs, c.crsBindings)
 	}
-	return all
+	return append(all, c.infra.informers()...)
 }
 
 // addOns returns the cached ClusterResourceSet of the Cluster ns/name and
@@ -307,6 +336,9 @@ func (c *stateCache) start(ctx context.Context, cancel context.CancelFunc) {
 	for _, inf := range c.all() {
 		go inf.RunWithContext(ctx)
 	}
+	// The class bundles' infrastructure kinds are resolved here, and their
+	// informers started, before the caller waits for the sync.
+	c.infra.start(ctx)
 }
 
 // stop ends the informers of a started cache.
@@ -352,14 +384,7 @@ func (c *stateCache) observe(ns, name string) observation {
 			obs.ControlPlane, _ = o.(*controlPlane)
 		}
 	}
-	for _, o := range byIndex(c.infraClusters, key) {
-		obs.InfraCluster, _ = o.(*unstructured.Unstructured)
-	}
-	for _, o := range byIndex(c.infraMachines, key) {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			obs.InfraMachines = append(obs.InfraMachines, u)
-		}
-	}
+	c.infra.observe(key, &obs)
 	return obs
 }
 

@@ -25,7 +25,7 @@ import (
 var classFS embed.FS
 
 // LatestClassVersion is the bundle applied to new clusters by default.
-const LatestClassVersion = "v3"
+const LatestClassVersion = "v4"
 
 // ClassVersions lists the embedded ClusterClass versions, oldest first.
 func ClassVersions() []string {
@@ -169,8 +169,8 @@ func parseClassBundle(version string, data []byte) ([]*unstructured.Unstructured
 // MachineHealthCheck: a Cluster may enable only those (the Cluster webhook
 // refuses healthCheck.enabled true where the class defines none).
 type healthChecks struct {
-	controlPlane bool
-	workers      map[string]bool // by MachineDeployment class
+	controlPlaneDef *clusterv1.ControlPlaneClassHealthCheck                // nil: none
+	workerDefs      map[string]clusterv1.MachineDeploymentClassHealthCheck // by MachineDeployment class; absent: none
 }
 
 // healthChecks reads the health checks a bundle version defines.
@@ -183,9 +183,14 @@ func (s classSet) healthChecks(version string) (healthChecks, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[len(objs)-1].Object, cc); err != nil {
 		return healthChecks{}, fmt.Errorf("capi: ClusterClass bundle %s: %w", version, err)
 	}
-	hc := healthChecks{controlPlane: cc.Spec.ControlPlane.HealthCheck.IsDefined(), workers: map[string]bool{}}
+	hc := healthChecks{workerDefs: map[string]clusterv1.MachineDeploymentClassHealthCheck{}}
+	if cc.Spec.ControlPlane.HealthCheck.IsDefined() {
+		hc.controlPlaneDef = &cc.Spec.ControlPlane.HealthCheck
+	}
 	for _, md := range cc.Spec.Workers.MachineDeployments {
-		hc.workers[md.Class] = md.HealthCheck.IsDefined()
+		if md.HealthCheck.IsDefined() {
+			hc.workerDefs[md.Class] = md.HealthCheck
+		}
 	}
 	return hc, nil
 }

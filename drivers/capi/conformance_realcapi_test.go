@@ -73,7 +73,7 @@ func (h *realHarness) Progress(ctx context.Context, _ *objects.Cluster) error {
 func (h *realHarness) Capabilities() drivertest.Capabilities {
 	return drivertest.Capabilities{Lacks: map[drivertest.Capability]string{
 		drivertest.CapStall: "the real controllers converge without being asked: a create the back end is not let " +
-			"progress cannot be held (the driver's own create deadline is checked by TestStatusFollowsCAPIThroughCreate)",
+			"progress cannot be held (the driver's own create deadline is checked by TestStatusFollowsCAPIThroughCreate, the update deadline by TestResizeThatNeverConvergesTimesOut)",
 	}}
 }
 
@@ -193,8 +193,11 @@ func (h *realHarness) awaitPolicy(ctx context.Context, c *objects.Cluster, op dr
 			return err
 		}
 		list, err := h.dyn.Resource(gvrKCP).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: clusterv1.ClusterNameLabel + "=" + capiNameFor(c)})
-		if err != nil || len(list.Items) != 1 {
-			return fmt.Errorf("the cluster's KubeadmControlPlane: %d, %v", len(list.Items), err)
+		if err != nil {
+			return fmt.Errorf("the cluster's KubeadmControlPlane: %w", err)
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("the cluster's KubeadmControlPlane: %d of them", len(list.Items))
 		}
 		kcp := &list.Items[0]
 		if err := unstructured.SetNestedField(kcp.Object, "v1.34.1", "spec", "version"); err != nil {
@@ -203,17 +206,16 @@ func (h *realHarness) awaitPolicy(ctx context.Context, c *objects.Cluster, op dr
 		_, err = h.dyn.Resource(gvrKCP).Namespace(ns).Update(ctx, kcp, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// Polling the API server's policy informer, which gives no signal.
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return poll(waitCtx, "the admission policy enforced", func() (bool, string) {
 		err := try()
 		if err != nil && strings.Contains(err.Error(), "drivertest: this cluster") {
-			return nil
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the admission policy is not enforced after 30 s (last dry run: %v)", err)
-		}
-		time.Sleep(200 * time.Millisecond) // polling the API server's policy informer
-	}
+		return false, fmt.Sprintf("last dry run: %v", err) // nil while the policy is not enforced
+	})
 }
 
 func ensureNamespace(ctx context.Context, dyn dynamic.Interface, ns string) error {

@@ -1,14 +1,15 @@
 package capi
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers"
@@ -21,6 +22,32 @@ import (
 // test kube-apiserver through the real Core.
 
 type fakeCerts struct{}
+
+// logRecorder keeps what a test's driver logs (slog's text format), safe
+// for the driver's goroutines.
+type logRecorder struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logRecorder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// lines are the lines logged so far that contain every one of subs.
+func (l *logRecorder) lines(subs ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.buf.String()) {
+		if !slices.ContainsFunc(subs, func(s string) bool { return !strings.Contains(line, s) }) {
+			out = append(out, strings.TrimSuffix(line, "\n"))
+		}
+	}
+	return out
+}
 
 func (fakeCerts) CAKeyPair(_ context.Context, c *objects.Cluster, kind CAKind) ([]byte, []byte, error) {
 	return []byte("CERT " + string(kind) + " " + deref(c.UUID)), []byte("KEY " + string(kind)), nil
@@ -64,15 +91,6 @@ type memStore struct {
 	ngs       map[string][]*objects.NodeGroup
 }
 
-func (s *memStore) GetClusterTemplateByUUID(_ context.Context, uuid string) (*objects.ClusterTemplate, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.templates[uuid]; ok {
-		return t, nil
-	}
-	return nil, exception.ClassClusterTemplateNotFound.New(map[string]any{"clustertemplate": uuid})
-}
-
 func (s *memStore) ListClusterNodeGroups(_ context.Context, clusterUUID string) ([]*objects.NodeGroup, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,8 +103,8 @@ func (s *memStore) ListClusterNodeGroups(_ context.Context, clusterUUID string) 
 // fresh when it asks; Refresh for a settled cluster), and the decision is applied to the rows; nodegroups
 // whose deletion completed leave the store, and their rows in ngs are
 // marked DELETE_COMPLETE. The status machine has no
-// deadlines of its own here: the driver's (create_timeout, delete_timeout)
-// are what these tests check.
+// deadlines of its own here unless a test sets e.timeouts: the driver's
+// (create_timeout, delete_timeout) are what most of these tests check.
 func (e *env) updateStatus(ctx context.Context, c *objects.Cluster, ngs []*objects.NodeGroup) error {
 	e.store.mu.Lock()
 	tmpl := e.store.templates[deref(c.ClusterTemplateID)]
@@ -98,7 +116,7 @@ func (e *env) updateStatus(ctx context.Context, c *objects.Cluster, ngs []*objec
 	for _, ng := range ngs {
 		req.NodeGroups = append(req.NodeGroups, objects.Clone(ng))
 	}
-	in := statusmachine.Input{Cluster: c, NodeGroups: ngs, Now: e.d.now()}
+	in := statusmachine.Input{Cluster: c, NodeGroups: ngs, Now: e.d.now(), Timeouts: e.timeouts}
 	if statusmachine.Settled(c.Status) {
 		// The driver is a SettledObserver: what the back end decided on
 		// its own is stored (statusmachine.Refresh).

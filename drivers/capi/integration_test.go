@@ -33,6 +33,8 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // server is the one API server of this test binary (apiserver-testing.md
@@ -103,6 +105,12 @@ type env struct {
 	requests atomic.Int64
 	project  string
 	now      atomic.Pointer[time.Time]
+	// timeouts are the status machine's in updateStatus (none unless a
+	// test sets them).
+	timeouts statusmachine.Timeouts
+	// logs is what the driver logged (Info and above; Debug too under
+	// -v, when it goes to stderr as well).
+	logs *logRecorder
 }
 
 func randHex(n int) string {
@@ -143,26 +151,36 @@ func newEnvDeps(t testing.TB, opts Options, wrap func(http.RoundTripper) http.Ro
 			t.Fatal(err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.logs = &logRecorder{}
+	var logOut io.Writer = e.logs
+	logLevel := slog.LevelInfo
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logOut, logLevel = io.MultiWriter(os.Stderr, e.logs), slog.LevelDebug
 	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: logLevel}))
 	dd := Deps{Dynamic: driverDyn, Core: NewCore(driverDyn), Certs: fakeCerts{}, Credentials: e.creds,
 		Now: func() time.Time { return *e.now.Load() }}
 	if deps != nil {
 		deps(e, &dd)
 	}
-	d, err := New(opts, dd, log)
+	e.d = startDriver(t, opts, dd, log)
+	return e
+}
+
+// startDriver makes a driver and starts it; its informers live until the
+// test ends.
+func startDriver(t testing.TB, opts Options, deps Deps, log *slog.Logger) *Driver {
+	t.Helper()
+	d, err := New(opts, deps, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := d.Start(ctx); err != nil { // informers live until the test ends
+	if err := d.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.d = d
-	return e
+	return d
 }
 
 // newCluster stores a template and nodegroups for a new cluster: one
@@ -275,21 +293,17 @@ func appliedBy(obj metav1.Object, manager string) bool {
 	return false
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond until it holds, and fails t with the state cond
+// last reported if it does not within 30 s.
 func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	last := ""
-	for {
+	if testkit.Poll(30*time.Second, func() bool {
 		ok, state := cond()
-		if ok {
-			return
-		}
 		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 30 s; last state: %s", what, last)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+		return ok
+	}) != nil {
+		t.Fatalf("%s: not reached within 30 s; last state: %s", what, last)
 	}
 }
 
@@ -1343,7 +1357,7 @@ func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
 	gen := e.getCluster(t, p.r).Generation
 	c.Status = objects.UpdateInProgress
-	e.d.noteWritten(p.r, gen+1) // our apply produced a spec the cache has not seen
+	e.d.written.note(p.r, gen+1) // our apply produced a spec the cache has not seen
 	for i := 0; i < 3; i++ {
 		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
@@ -1352,7 +1366,7 @@ func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
 			t.Fatalf("judged from a stale cache: %s (%s)", c.Status, deref(c.StatusReason))
 		}
 	}
-	e.d.noteWritten(p.r, gen) // the cache holds what we wrote
+	e.d.written.note(p.r, gen) // the cache holds what we wrote
 	e.syncUntil(t, c, objects.UpdateComplete, "")
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/openstack/magnum-conductor/api/exception"
 )
@@ -23,7 +24,7 @@ const (
 	LabelVersion LabelType = "version" // Kubernetes version vMAJOR.MINOR.PATCH
 	LabelCIDR    LabelType = "cidr"    // an IP prefix
 	LabelCIDRs   LabelType = "cidrs"   // comma-separated IP prefixes
-	LabelList    LabelType = "list"    // comma-separated strings (LabelString rules)
+	LabelList    LabelType = "list"    // comma-separated strings (LabelString rules); see SpaceSeparated
 	LabelEnum    LabelType = "enum"    // one of Enum
 	// LabelPairs is a comma-separated list whose items are strings
 	// (LabelString rules) or key=value pairs of them.
@@ -43,6 +44,10 @@ type LabelSpec struct {
 	// nodes; "" when the driver itself applies it. A cluster whose class
 	// does not declare it cannot apply the label (see LabelWarnings).
 	Variable string
+	// SpaceSeparated lets a LabelList also be separated by white space
+	// (magnum-capi-helm writes extra_network_names so). Other lists keep
+	// a space inside an item, which the item's rules then refuse.
+	SpaceSeparated bool
 }
 
 // LabelSchema is the set of labels the driver understands. Labels not in
@@ -90,6 +95,11 @@ func DefaultLabelSchema() LabelSchema {
 		// Worker nodes' labels and taints (cluster or nodegroup; class magnum-v3).
 		{Name: "node_labels", Type: LabelPairs, Variable: "nodeLabels", Help: "key=value labels the kubelet sets on worker nodes"},
 		{Name: "node_taints", Type: LabelPairs, Variable: "nodeTaints", Help: "key[=value]:Effect taints of worker nodes"},
+		// Extra networks of worker nodes (cluster or nodegroup) and the
+		// kubelets' TLS cipher suites (class magnum-v4).
+		extraNetworkNamesSpec(),
+		{Name: "extra_network_name", Type: LabelString, Variable: "extraNetworks", Help: "one extra network (magnum-capi-helm's older label); extra_network_names wins"},
+		{Name: "kubelet_tls_cipher_suites", Type: LabelList, Variable: "kubeletTLSCipherSuites", Help: "the kubelets' --tls-cipher-suites"},
 		// API server (class magnum-v3).
 		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Help: "extra subject alternative names of the API server certificate"},
 		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer"},
@@ -106,7 +116,7 @@ func DefaultLabelSchema() LabelSchema {
 		{Name: "audit_log_maxage", Type: LabelInt, Default: "30", Min: i64(0), Max: i64(3650), Variable: "auditLog", Help: "days"},
 		{Name: "audit_log_maxbackup", Type: LabelInt, Default: "10", Min: i64(0), Max: i64(1000), Variable: "auditLog"},
 		{Name: "audit_log_maxsize", Type: LabelInt, Default: "100", Min: i64(0), Max: i64(100000), Variable: "auditLog", Help: "MiB"},
-	}, addOnLabelSpecs()...)
+	}, append(addOnLabelSpecs(), healingLabelSpecs()...)...)
 }
 
 // withDefaults returns a copy of the schema with the given values as the
@@ -141,6 +151,9 @@ func (s LabelSchema) validateSchema() error {
 			errs = append(errs, fmt.Errorf("capi: label schema: %q declared twice", l.Name))
 		}
 		seen[l.Name] = true
+		if l.SpaceSeparated && l.Type != LabelList {
+			errs = append(errs, fmt.Errorf("capi: label schema: %q: only a list can be space-separated", l.Name))
+		}
 		if l.Default != "" {
 			if _, err := l.parse(l.Default); err != nil {
 				errs = append(errs, fmt.Errorf("capi: label schema: default of %q: %w", l.Name, err))
@@ -187,7 +200,11 @@ func (l LabelSpec) parse(v string) (any, error) {
 		return p.Masked().String(), nil
 	case LabelCIDRs, LabelList, LabelPairs:
 		var out []string
-		for _, item := range strings.Split(v, ",") {
+		items := strings.Split(v, ",")
+		if l.Type == LabelList && l.SpaceSeparated {
+			items = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+		}
+		for _, item := range items {
 			item = strings.TrimSpace(item)
 			if item == "" {
 				continue
@@ -216,6 +233,10 @@ func (l LabelSpec) parse(v string) (any, error) {
 			out = append(out, strings.Join(ps, "="))
 		}
 		return out, nil
+	case LabelDuration:
+		return l.parseDuration(v)
+	case LabelIntOrPercent:
+		return l.parseIntOrPercent(v)
 	case LabelEnum:
 		if !slices.Contains(l.Enum, v) {
 			return nil, fmt.Errorf("must be one of %s", strings.Join(l.Enum, ", "))

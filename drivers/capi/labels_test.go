@@ -44,6 +44,10 @@ func TestInvalidLabelIsInvalidParameterValue(t *testing.T) {
 		{"auto_scaling_enabled", "yes", "must be true or false"},
 		{"boot_volume_type", "ssd; rm -rf /", "must match"},
 		{"calico_ipv4pool", "10.0.0.0/33", "must be a CIDR"},
+		// Only extra_network_names is space-separated: in any other list
+		// a space is inside an item, which the item's rules refuse.
+		{"control_plane_availability_zones", "zone a", `item "zone a": must match`},
+		{"no_proxy", "a.example b.example,c", `item "a.example b.example": must match`},
 	} {
 		_, err := DefaultLabelSchema().Parse(map[string]string{tc.label: tc.value})
 		if !errors.Is(err, exception.ClassInvalidParameterValue.New(nil)) {
@@ -56,13 +60,32 @@ func TestInvalidLabelIsInvalidParameterValue(t *testing.T) {
 	}
 }
 
+// extra_network_names is comma- or space-separated (magnum-capi-helm
+// writes it with spaces), for a cluster and for a nodegroup alike.
+func TestExtraNetworkNamesSplitOnSpaces(t *testing.T) {
+	l, err := DefaultLabelSchema().Parse(map[string]string{"extra_network_names": "a b,c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.List("extra_network_names"); strings.Join(got, "|") != "a|b|c" {
+		t.Errorf("cluster extra_network_names = %q, want [a b c]", got)
+	}
+	vs, err := nodeGroupExtraNetworks(&objects.NodeGroup{Name: "gpu", Labels: map[string]string{"extra_network_names": "a b,c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || vs[0].name != "extraNetworks" || strings.Join(vs[0].v.([]string), "|") != "a|b|c" {
+		t.Errorf("nodegroup extraNetworks = %#v, want [a b c]", vs)
+	}
+}
+
 func TestOptionsValidateReportsEveryError(t *testing.T) {
 	err := Options{NamespacePrefix: "Bad_Prefix", ClusterClassVersion: "v99",
-		Labels: LabelSchema{{Name: "x", Type: LabelInt, Default: "nope"}, {Name: "x", Type: LabelString}}}.Validate()
+		Labels: LabelSchema{{Name: "x", Type: LabelInt, Default: "nope"}, {Name: "x", Type: LabelString, SpaceSeparated: true}}}.Validate()
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"namespace prefix", "unknown ClusterClass version \"v99\"", "default of \"x\"", "\"x\" declared twice"} {
+	for _, want := range []string{"namespace prefix", "unknown ClusterClass version \"v99\"", "default of \"x\"", "\"x\" declared twice", "\"x\": only a list can be space-separated"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

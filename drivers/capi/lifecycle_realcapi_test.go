@@ -33,10 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -93,6 +90,8 @@ type lifecycle struct {
 	dyn   dynamic.Interface
 	drv   *Driver
 	creds *fakeCreds
+	// classDir is the driver's class_dir.
+	classDir string
 
 	cluster *objects.Cluster
 	tmpl    *objects.ClusterTemplate
@@ -107,15 +106,11 @@ type lifecycle struct {
 // (the driver's lines on stderr with -v).
 func inMemoryDriverSetup(t *testing.T, s *apitest.Server) (classDir string, mapper meta.RESTMapper, log *slog.Logger) {
 	t.Helper()
-	bundle, err := apitest.InMemoryClass(classBundleYAML(t, LatestClassVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
 	classDir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(classDir, LatestClassVersion+".yaml"), bundle, 0o600); err != nil {
+	if _, err := apitest.WriteInMemoryClassDir(classDir, LatestClassVersion, classBundleYAML(t, LatestClassVersion)); err != nil {
 		t.Fatal(err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	mapper, err := s.RESTMapper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,17 +118,33 @@ func inMemoryDriverSetup(t *testing.T, s *apitest.Server) (classDir string, mapp
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	return classDir, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), log
+	return classDir, mapper, log
 }
 
 // newLifecycle starts a driver of its own (its informers live as long as
 // the test) on the server with the controllers, with the in-memory variant
 // of the newest released class in its class directory.
 func newLifecycle(ctx context.Context, t *testing.T) *lifecycle {
+	return newLifecycleWith(ctx, t, "lifecycle", nil)
+}
+
+// newLifecycleWith is newLifecycle with the driver's namespaces under
+// prefix, and the class bundle changed by edit (when not nil) first.
+func newLifecycleWith(ctx context.Context, t *testing.T, prefix string, edit func([]byte) []byte) *lifecycle {
 	s, dyn := needRealCAPI(t)
 	dir, mapper, log := inMemoryDriverSetup(t, s)
-	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}}
-	d, err := New(Options{NamespacePrefix: "lifecycle", ClassDir: dir, CreateTimeout: 10 * time.Minute},
+	if edit != nil {
+		f := filepath.Join(dir, LatestClassVersion+".yaml")
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, edit(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &lifecycle{t: t, ctx: ctx, s: s, dyn: dyn, creds: &fakeCreds{}, classDir: dir}
+	d, err := New(Options{NamespacePrefix: prefix, ClassDir: dir, CreateTimeout: 10 * time.Minute},
 		Deps{Dynamic: dyn, Core: NewCore(dyn), Certs: &pemCerts{}, Credentials: l.creds,
 			Mapper: mapper}, log)
 	if err != nil {
@@ -315,14 +326,46 @@ func (l *lifecycle) machines(ng string) []string {
 	return out
 }
 
-// namespaceObjects is s.NamespaceObjects, failing t on an error.
-func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, _ dynamic.Interface, ns string) []string {
-	t.Helper()
-	out, err := s.NamespaceObjects(ctx, ns)
-	if err != nil {
-		t.Fatal(err)
+// create creates a default Magnum cluster (1 master, 1 worker) of a new
+// project, as ClusterCreate does: the rows in CREATE_IN_PROGRESS, then the
+// driver call, whose stack_id is stored.
+func (l *lifecycle) create() {
+	l.t.Helper()
+	c, tmpl, ngs := defaultMagnumCluster()
+	c.UUID, c.ProjectID = ptr(randHex(4)+"-"+randHex(2)+"-"+randHex(2)+"-"+randHex(2)+"-"+randHex(6)), ptr(randHex(16))
+	c.Status, c.CreatedAt = objects.CreateInProgress, ptr(time.Now())
+	for _, ng := range ngs {
+		ng.ClusterID, ng.Status, ng.CreatedAt = deref(c.UUID), objects.CreateInProgress, ptr(time.Now())
 	}
-	return out
+	l.cluster, l.tmpl, l.ngs = c, tmpl, ngs
+	res, err := l.drv.CreateCluster(l.ctx, drivers.CreateClusterRequest{ClusterRequest: l.request()})
+	if err != nil {
+		l.t.Fatalf("CreateCluster: %v", err)
+	}
+	if res.StackID == "" {
+		l.t.Fatal("CreateCluster returned no stack_id")
+	}
+	l.cluster.StackID = ptr(res.StackID)
+}
+
+// nothingLeft checks that, after the cluster's delete, its namespace holds
+// nothing but what every namespace holds (empty's objects) and the class
+// bundle (shared by the project's clusters); what Cluster API owned is
+// removed by the garbage collector, a little after the Cluster.
+func (l *lifecycle) nothingLeft(empty string) {
+	l.t.Helper()
+	bundle, err := os.ReadFile(filepath.Join(l.classDir, LatestClassVersion+".yaml"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	r := l.ref()
+	left, err := l.s.Leftovers(l.ctx, r.Namespace, empty, bundle, time.Minute)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if len(left) > 0 {
+		l.t.Errorf("left in namespace %s after the delete: %v", r.Namespace, left)
+	}
 }
 
 // The Cluster API driver through a whole Magnum lifecycle, against the
@@ -348,27 +391,15 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Create, as ClusterCreate does: the rows in CREATE_IN_PROGRESS, then
-	// the driver call, whose stack_id is stored.
-	c, tmpl, ngs := defaultMagnumCluster()
-	c.UUID, c.ProjectID = ptr(randHex(4)+"-"+randHex(2)+"-"+randHex(2)+"-"+randHex(2)+"-"+randHex(6)), ptr(randHex(16))
-	c.Status, c.CreatedAt = objects.CreateInProgress, ptr(time.Now())
-	for _, ng := range ngs {
-		ng.ClusterID, ng.Status, ng.CreatedAt = deref(c.UUID), objects.CreateInProgress, ptr(time.Now())
-	}
-	l.cluster, l.tmpl, l.ngs = c, tmpl, ngs
-	res, err := l.drv.CreateCluster(ctx, drivers.CreateClusterRequest{ClusterRequest: l.request()})
-	if err != nil {
-		t.Fatalf("CreateCluster: %v", err)
-	}
-	if res.StackID == "" {
-		t.Fatal("CreateCluster returned no stack_id")
-	}
-	l.cluster.StackID = ptr(res.StackID)
+	l.create()
 	r := l.ref()
 	if d := l.sync(); l.cluster.Status != objects.CreateInProgress {
 		t.Fatalf("CREATE_COMPLETE at the first sync after the create, before any controller ran: %+v; %s", d, l.state())
 	}
+	// Before the controllers made it available the cluster is not
+	// healthy: UNHEALTHY naming what is not available yet, or UNKNOWN
+	// while the informers have not seen the Cluster.
+	l.notHealthy("at the first sync of the create", objects.Unhealthy, objects.Unknown)
 	l.await("create", objects.CreateInProgress, 3*time.Minute, nil)
 	if l.cluster.Status != objects.CreateComplete {
 		t.Fatalf("create ended %s; %s", l.cluster.Status, l.state())
@@ -396,6 +427,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if deref(l.cluster.APIAddress) == "" || deref(l.cluster.CoeVersion) != "v1.33.4" {
 		t.Errorf("api_address %q, coe_version %q after the create", deref(l.cluster.APIAddress), deref(l.cluster.CoeVersion))
 	}
+	l.healthy("created", "default-worker")
 	step("created")
 
 	// Resize up, as ClusterResize does: the nodegroup's new size and both
@@ -411,10 +443,15 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	}
 	worker := l.ng("default-worker")
 	resize(worker, 3, nil)
-	sawShort := false
+	sawShort, sawUnhealthy := false, false
 	l.await("resize to 3", objects.UpdateInProgress, time.Minute, func() string {
 		if md := l.deployment("default-worker"); !mdSettled(md, 3) {
 			sawShort = true
+		}
+		// While the MachineDeployment is short of its replicas, health
+		// names it.
+		if h := l.health(); h.Status == objects.Unhealthy && h.Reason["default-worker"] != "ok" {
+			sawUnhealthy = true
 		}
 		return ""
 	})
@@ -428,6 +465,10 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if w := l.ng("default-worker"); w.Status != objects.UpdateComplete || w.NodeCount != 3 {
 		t.Errorf("worker after the resize: %s, node_count %d", w.Status, w.NodeCount)
 	}
+	if !sawUnhealthy {
+		t.Error("health was never UNHEALTHY naming default-worker while it scaled up to 3")
+	}
+	l.healthy("resized to 3", "default-worker")
 	step("resized to 3")
 
 	// Resize down, naming the node to remove (its Node's name, as
@@ -455,7 +496,12 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if after, want := l.machines("default-worker"), slices.Delete(slices.Clone(before), 1, 2); !slices.Equal(after, want) {
 		t.Errorf("worker Machines after removing node %s (Machine %s): %v, want %v", victim, before[1], after, want)
 	}
+	l.healthy("resized to 2", "default-worker")
 	step("resized to 2, node named removed")
+
+	// A worker's node goes NotReady, and comes back.
+	l.nodeFault("default-worker")
+	step("a node NotReady and Ready again")
 
 	// A second nodegroup, autoscaled (1 to 3, node_count 2), created then
 	// deleted, as NodeGroupCreate and NodeGroupDelete do: Cluster API
@@ -480,6 +526,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if n := autoscalers(); n != 1 {
 		t.Errorf("%d cluster-autoscaler Deployments with an autoscaled nodegroup, want 1", n)
 	}
+	l.healthy("autoscaled nodegroup created", "default-worker", "extra")
 	step("autoscaled nodegroup created")
 	extra = l.ng("extra")
 	extra.Status = objects.DeleteInProgress
@@ -497,6 +544,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if n := autoscalers(); n != 0 {
 		t.Errorf("%d cluster-autoscaler Deployments left with no autoscaled nodegroup", n)
 	}
+	l.healthy("nodegroup deleted", "default-worker")
 	step("nodegroup deleted")
 
 	// Upgrade to the next minor, as ClusterUpgrade does: the upgrade
@@ -551,6 +599,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if v := deref(l.cluster.CoeVersion); v != "v1.34.1" {
 		t.Errorf("coe_version %q after the upgrade", v)
 	}
+	l.healthy("upgraded", "default-worker")
 	step("upgraded to v1.34.1")
 
 	// Credential rotation, as the conductor's credential handler calls it:
@@ -605,6 +654,7 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if after := machineNames(); !slices.Equal(after, machinesBefore) {
 		t.Errorf("Machines after the rotation %v, before %v: a credential rotation must not replace servers", after, machinesBefore)
 	}
+	l.healthy("credential rotated", "default-worker")
 	step("credential rotated")
 
 	// Delete, as ClusterDelete does.
@@ -612,7 +662,25 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if _, err := l.drv.DeleteCluster(ctx, l.request()); err != nil {
 		t.Fatalf("DeleteCluster: %v", err)
 	}
-	d := l.await("delete", objects.DeleteInProgress, 2*time.Minute, nil)
+	// Once the informers see the deletion, health is UNKNOWN: the
+	// cluster is going, nothing about it is judged.
+	sawDeleting := false
+	d := l.await("delete", objects.DeleteInProgress, 2*time.Minute, func() string {
+		// What the cache shows first: health, polled after, sees the
+		// deletion too (or the Cluster gone).
+		cl := l.drv.cache.Load().observe(r.Namespace, r.Name).Cluster
+		h := l.health()
+		if cl != nil && cl.DeletionTimestamp != nil {
+			if h.Status != objects.Unknown || (h.Reason["api"] != "Cluster is being deleted" && h.Reason["api"] != "Cluster not found") {
+				return fmt.Sprintf("health %s %v while the Cluster is being deleted", h.Status, h.Reason)
+			}
+			sawDeleting = true
+		}
+		return ""
+	})
+	if !sawDeleting {
+		t.Error("health was never polled while the Cluster was being deleted")
+	}
 	if l.cluster.Status != objects.DeleteComplete || !d.Deleted {
 		t.Fatalf("delete ended: %s", l.state())
 	}
@@ -622,26 +690,6 @@ func TestRealCAPIDriverLifecycle(t *testing.T) {
 	if !slices.Equal(l.creds.revoked, []string{"appcred-1", "appcred-2"}) {
 		t.Errorf("credentials revoked: %v, want the rotated one, then the cluster's last", l.creds.revoked)
 	}
-	// Left: the baseline and the class bundle (shared by the project's
-	// clusters); what Cluster API owned is removed by the garbage
-	// collector, a little after the Cluster.
-	allowed := namespaceObjects(ctx, t, l.s, l.dyn, empty)
-	objs, err := l.drv.classes.bundle(LatestClassVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		allowed = append(allowed, o.GetKind()+" "+o.GetName())
-	}
-	var left []string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-		left = slices.DeleteFunc(namespaceObjects(ctx, t, l.s, l.dyn, r.Namespace), func(o string) bool { return slices.Contains(allowed, o) })
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if len(left) > 0 {
-		t.Errorf("left in namespace %s after the delete: %v", r.Namespace, left)
-	}
+	l.nothingLeft(empty)
 	step("deleted")
 }

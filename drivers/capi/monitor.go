@@ -54,8 +54,11 @@ func conditionHealth(conds []metav1.Condition, t string) (bool, string) {
 }
 
 // healthOf is HEALTHY iff the Cluster is Available, its API server answers
-// the management cluster's probe, the control plane is available and every
-// MachineDeployment is available. The reason names each component.
+// the management cluster's probe, the control plane is available, every
+// MachineDeployment is available with all its replicas, and no Machine
+// (but those being deleted) reports its node unhealthy. The reason names
+// each component, and each Machine whose node is unhealthy
+// ("<Machine>.node").
 func healthOf(obs observation) drivers.Health {
 	cl := obs.Cluster
 	if cl == nil {
@@ -94,6 +97,9 @@ func healthOf(obs observation) drivers.Health {
 		check(n, ok, msg)
 	}
 	for _, m := range obs.Machines {
+		if m.DeletionTimestamp != nil {
+			continue // being removed (a resize down, a rollout): its node is drained on purpose
+		}
 		if c := cond(m.Status.Conditions, clusterv1.MachineNodeHealthyCondition); c != nil && c.Status == metav1.ConditionFalse {
 			reason[m.Name+".node"] = describe(c)
 			healthy = false

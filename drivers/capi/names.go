@@ -37,8 +37,13 @@ const (
 	annotationPreviousKubeTag    = "magnum.openstack.org/previous-kube-tag"
 	annotationCreateDeadline     = "magnum.openstack.org/create-deadline"
 	annotationDeleteRequested    = "magnum.openstack.org/delete-requested-at"
-	annotationCredentialID       = "magnum.openstack.org/credential-id"
-	annotationCredentialUserID   = "magnum.openstack.org/credential-user-id"
+	// annotationUpdateStarted is when the update the Cluster carries was
+	// first applied (RFC 3339), annotationUpdateRequest a digest of that
+	// update's request: a repeat of the request keeps the start.
+	annotationUpdateStarted    = "magnum.openstack.org/update-started-at"
+	annotationUpdateRequest    = "magnum.openstack.org/update-request"
+	annotationCredentialID     = "magnum.openstack.org/credential-id"
+	annotationCredentialUserID = "magnum.openstack.org/credential-user-id"
 	// workerClass is the MachineDeployment class of every nodegroup.
 	workerClass = "default-worker"
 )

@@ -32,6 +32,14 @@ func (s classSet) variables(version string) (map[string]bool, error) {
 	for _, v := range cc.Spec.Variables {
 		out[v.Name] = true
 	}
+	if cc.Spec.ControlPlane.HealthCheck.IsDefined() {
+		out[variableHealthCheck] = true
+	}
+	for _, md := range cc.Spec.Workers.MachineDeployments {
+		if md.HealthCheck.IsDefined() {
+			out[variableHealthCheck] = true
+		}
+	}
 	return out, nil
 }
 
@@ -127,6 +135,8 @@ func optionVariables(l Labels, c *objects.Cluster, t *objects.ClusterTemplate, c
 		{"auditLog", map[string]any{"enabled": audit, "maxAge": maxAge, "maxBackup": maxBackup, "maxSize": maxSize}},
 		{"etcdVolume", volume(l, "etcd_volume_size", "etcd_volume_type")},
 		{"containerVolume", containerVolume(l, c.DockerVolumeSize, t.DockerVolumeSize)},
+		{"extraNetworks", extraNetworks(l.List("extra_network_names"), l.String("extra_network_name"))},
+		{"kubeletTLSCipherSuites", strings.Join(l.List("kubelet_tls_cipher_suites"), ",")},
 	}
 }
 
@@ -168,12 +178,19 @@ const annotationLabelWarnings = "magnum.openstack.org/label-warnings"
 // noteLabelWarnings records in ann the warnings about the cluster's labels
 // on class version (none: the annotation is removed), and logs them (at
 // every apply: create, update, resize, upgrade).
-func (d *Driver) noteLabelWarnings(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, version string, ann map[string]string) error {
+func (d *Driver) noteLabelWarnings(ctx context.Context, c *objects.Cluster, t *objects.ClusterTemplate, ngs []*objects.NodeGroup,
+	version string, ann map[string]string) error {
 	declared, err := d.classes.variables(version)
 	if err != nil {
 		return err
 	}
-	w := strings.Join(d.opts.Labels.LabelWarnings(mergedLabels(c, t), declared, version), "; ")
+	merged := mergedLabels(c, t)
+	all := d.opts.Labels.LabelWarnings(merged, declared, version)
+	all = append(all, d.opts.Labels.healingLabelWarnings(merged, ngs, declared)...)
+	for _, ng := range ngs {
+		all = append(all, d.opts.Labels.nodeGroupLabelWarnings(ng, merged, declared, version)...)
+	}
+	w := strings.Join(all, "; ")
 	if w != "" {
 		d.log.WarnContext(ctx, "cluster labels not applied", append(d.logAttrs(ctx, c), "warning", w)...)
 	}
@@ -185,13 +202,23 @@ func (d *Driver) noteLabelWarnings(ctx context.Context, c *objects.Cluster, t *o
 	return nil
 }
 
-// withLabelWarnings appends the Cluster's label warnings to a status
-// reason.
-func withLabelWarnings(reason string, cl *clusterv1.Cluster) string {
-	w := ""
+// withLabelWarnings appends the Cluster's label and image warnings, then
+// the further warnings given (the add-ons'), to a status reason.
+func withLabelWarnings(reason string, cl *clusterv1.Cluster, more ...string) string {
+	var ws []string
 	if cl != nil {
-		w = cl.Annotations[annotationLabelWarnings]
+		for _, k := range []string{annotationLabelWarnings, annotationImageWarnings} {
+			if v := cl.Annotations[k]; v != "" {
+				ws = append(ws, v)
+			}
+		}
 	}
+	for _, v := range more {
+		if v != "" {
+			ws = append(ws, v)
+		}
+	}
+	w := strings.Join(ws, "; ")
 	switch {
 	case w == "":
 		return reason

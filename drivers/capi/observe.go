@@ -19,12 +19,14 @@ import (
 // rows ask for, as the Cluster API objects show it. It decides no Magnum
 // status: the status machine does.
 //
-// It reads the cache only, with three exceptions: with req.Fresh, or when
+// It reads the cache only, with four exceptions: with req.Fresh, or when
 // one of the driver's own deadlines (create_timeout, delete_timeout) has
 // passed, a probe confirms that the management cluster answers; an
 // autoscaled nodegroup being created or resized gets its node_count written
 // on its MachineDeployment once (sizeAutoscaled: the Cluster's topology
-// cannot carry it); and once a deleted Cluster is gone, the driver's
+// cannot carry it); a cluster being created whose Cluster exists without
+// its add-ons gets them written (resumeAddOns: its create stopped between
+// the two); and once a deleted Cluster is gone, the driver's
 // Secrets and credential are removed before the cluster is reported gone.
 // Why these writes are here, and what holds (idempotent, bounded by ctx,
 // made once for concurrent observations: d.guard): docs/writing-a-driver.md.
@@ -47,7 +49,7 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 		if obs.Cluster != nil {
 			generation = obs.Cluster.Generation
 		}
-		if d.cacheBehind(r, generation) {
+		if d.written.behind(r, generation) {
 			// What the cache shows is older than our last write: nothing in
 			// it is about the change, and the desired state it holds is
 			// behind (the change is not judged reached on it).
@@ -65,8 +67,12 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 		v.labels = &labels
 	}
 	if ok {
+		d.resumeAddOns(ctx, c, r, obs.Cluster, v.labels)
 		v.addOns = func(res statusResult) statusResult {
 			return d.holdForAddOns(c.Status, r, res, now, v.createDeadline)
+		}
+		if crs, _ := d.cache.Load().addOns(r.Namespace, r.Name); crs != nil {
+			v.addOnWarnings = crs.Annotations[annotationAddOnWarnings]
 		}
 	}
 	if obs.Cluster != nil && obs.Cluster.DeletionTimestamp != nil {
@@ -125,6 +131,9 @@ type view struct {
 	// addOns, when not nil, holds a cluster the Cluster API objects show
 	// ready while its add-ons are pending (holdForAddOns).
 	addOns func(statusResult) statusResult
+	// addOnWarnings are those of the add-ons' last rendering
+	// (annotationAddOnWarnings).
+	addOnWarnings string
 }
 
 // observation is the pure part of Observe.
@@ -144,7 +153,7 @@ func (v view) observation() drivers.Observation {
 	if v.addOns != nil {
 		res = v.addOns(res)
 	}
-	out.Phase, out.Reason = res.Phase, withLabelWarnings(res.Reason, obs.Cluster)
+	out.Phase, out.Reason = res.Phase, withLabelWarnings(res.Reason, obs.Cluster, v.addOnWarnings)
 	out.Request = v.request()
 	if cl := obs.Cluster; cl != nil {
 		if ep := cl.Spec.ControlPlaneEndpoint; ep.Host != "" {
@@ -159,6 +168,8 @@ func (v view) observation() drivers.Observation {
 		switch c.Status {
 		case objects.CreateInProgress:
 			out.Started = cl.CreationTimestamp.Time
+		case objects.UpdateInProgress, objects.RollbackInProgress:
+			out.Started = updateStarted(cl)
 		case objects.DeleteInProgress:
 			out.Started = v.deleteStarted
 		}

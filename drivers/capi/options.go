@@ -89,6 +89,13 @@ type Options struct {
 	// network), so clusters without a floating IP for their API are
 	// accepted; when false they are refused at create.
 	ManagementNetworkRouted bool
+	// MinFlavorRAMMiB and MinFlavorVCPUs are the smallest flavor a node
+	// may have ([capi_driver] min_flavor_ram_mb, min_flavor_vcpus; as
+	// magnum-capi-helm's [capi_helm] minimum_flavor_ram and
+	// minimum_flavor_vcpus), checked at create, upgrade and nodegroup
+	// create and update. 0: no minimum (unlike the other fields, not a
+	// default: the conductor passes its options' defaults, 2048 and 2).
+	MinFlavorRAMMiB, MinFlavorVCPUs int
 	// AddOns configure the add-ons delivered to every cluster (addons.go).
 	AddOns AddOnOptions
 	// Start bounds the start attempts of Run. Defaults: 1 min per attempt,

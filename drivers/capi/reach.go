@@ -93,7 +93,7 @@ func (d *Driver) watchManagement(run context.Context) {
 // the lost mark; when the new caches do not sync within CacheSyncTimeout
 // the driver stays lost and the next probe tries again.
 func (d *Driver) recover(run context.Context) {
-	fresh, err := newStateCache(d.deps.Dynamic, d.opts.ResyncPeriod, d.kickProbe, d.opts.AddOns.Enabled)
+	fresh, err := newStateCache(d.deps.Dynamic, d.opts.ResyncPeriod, d.kickProbe, d.opts.AddOns.Enabled, d.infraConfig())
 	if err != nil {
 		d.log.Error("rebuilding the Cluster API informer caches", "error", err)
 		return
@@ -142,7 +142,7 @@ func (d *Driver) confirmReachable(ctx context.Context) error {
 			d.kickProbe(err)
 		}
 		return fmt.Errorf("capi: a deadline passed, but the Cluster API management cluster does not answer (%v): %w",
-			err, drivers.ErrNotReady)
+			err, drivers.ErrNotReady) //nolint:errorlint // ErrNotReady is the cause callers test; the management cluster's error is there for the reader
 	}
 	return d.current()
 }

@@ -9,6 +9,7 @@ package capi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // realCAPI is the API server with the real controllers, started by the
@@ -190,8 +192,13 @@ type renderCase struct {
 	// (magnum-v3 on) renders beyond defaultOptionExpectations; older
 	// classes render none of it (their expectations are want's).
 	options map[field]any
+	// v4: what a class with extra networks and kubelet ciphers
+	// (magnum-v4 on) renders beyond defaultV4Expectations and options.
+	v4 map[field]any
 	// serverGroups: the server group ids the driver would have created.
 	serverGroups map[string]string
+	// workerLabels: the default worker nodegroup's own labels.
+	workerLabels map[string]string
 }
 
 func renderCases() []renderCase {
@@ -267,6 +274,11 @@ func renderCases() []renderCase {
 		// Off: no health check asked for. (On is the default: see
 		// "defaults" and checkHealthChecks.)
 		{name: "auto_healing_enabled", labels: map[string]string{"auto_healing_enabled": "false"}},
+		// The overrides reach the MachineHealthChecks (checkHealthChecks),
+		// the worker nodegroup's own over the cluster's for its workers.
+		{name: "auto_healing overrides", labels: map[string]string{"auto_healing_unhealthy_timeout": "10m",
+			"auto_healing_node_startup_timeout": "30m", "auto_healing_max_unhealthy": "2", "auto_healing_control_plane_max_unhealthy": "0"},
+			workerLabels: map[string]string{"auto_healing_unhealthy_timeout": "15m", "auto_healing_max_unhealthy": "50%"}},
 		{name: "auto_scaling_enabled", labels: map[string]string{"auto_scaling_enabled": "true", "min_node_count": "1", "max_node_count": "3"},
 			want: map[field]any{
 				{"MachineDeployment", "metadata.annotations." + clusterv1.AutoscalerMinSizeAnnotation}: "1",
@@ -370,6 +382,15 @@ func renderCases() []renderCase {
 					map[string]any{"name": "node-labels", "value": "tier=web"}},
 				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.taints"}: []any{
 					map[string]any{"key": "dedicated", "value": "web", "effect": "NoSchedule"}}}},
+		{name: "extra networks and kubelet ciphers", labels: map[string]string{"extra_network_names": "storage cephfs",
+			"extra_network_name": "old", "kubelet_tls_cipher_suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
+			patches: []string{"worker-extra-networks", "kubelet-tls-cipher-suites"}, v4: map[field]any{
+				{"WorkerMachineTemplate", "spec.template.spec.ports"}: []any{map[string]any{},
+					map[string]any{"network": map[string]any{"filter": map[string]any{"name": "storage"}}},
+					map[string]any{"network": map[string]any{"filter": map[string]any{"name": "cephfs"}}}},
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.initConfiguration.nodeRegistration.kubeletExtraArgs"}: kubeletArgs(cipherArg),
+				{"KubeadmControlPlane", "spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.kubeletExtraArgs"}: kubeletArgs(cipherArg),
+				{"WorkerBootstrapTemplate", "spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs"}: kubeletArgs(cipherArg)}},
 		// The add-on labels change the add-ons (drivers/capi/addons'
 		// render tests), not the Cluster: accepted with all of them.
 		{name: "add-on labels", labels: map[string]string{"calico_tag": "v3.30.3", "cilium_tag": "v1.18.2",
@@ -487,6 +508,26 @@ func defaultOptionExpectations() map[field]any {
 	}
 }
 
+// cipherArg is the kubelet argument of the render case's
+// kubelet_tls_cipher_suites.
+var cipherArg = map[string]any{"name": "tls-cipher-suites", "value": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}
+
+// kubeletArgs are the kubelet arguments every node gets, then extra.
+func kubeletArgs(extra ...any) []any {
+	return append([]any{map[string]any{"name": "cloud-provider", "value": "external"},
+		map[string]any{"name": "provider-id", "value": "openstack:///{{ instance_id }}"}}, extra...)
+}
+
+// defaultV4Expectations are what magnum-v4 renders for defaultMagnumCluster
+// beyond magnum-v3: no extra ports, the kubelets' default ciphers.
+func defaultV4Expectations() map[field]any {
+	return map[field]any{
+		{"WorkerMachineTemplate", "spec.template.spec.ports"}:                                                 absent,
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.initConfiguration.nodeRegistration.kubeletExtraArgs"}: kubeletArgs(),
+		{"KubeadmControlPlane", "spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.kubeletExtraArgs"}: kubeletArgs(),
+	}
+}
+
 // Every label the driver supports, and every patch of every released
 // class, has a case: a new one must come with its expectations.
 func TestRealCAPIRenderCasesCoverEveryLabelAndPatch(t *testing.T) {
@@ -538,7 +579,11 @@ var (
 // controllers work on all of them at once; each subtest then checks one.
 func TestRealCAPIAcceptsAndRendersWhatTheDriverBuilds(t *testing.T) {
 	s, dyn := needRealCAPI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	// 40 minutes: with four class bundles the cases took 14.5 minutes at a
+	// load of 15-30 on two cores, and more than 25 in a CI rehearsal that
+	// shared the machine with two other real-controller test binaries
+	// (measured 2026-12-02); the package timeout is 60.
 	defer cancel()
 	type run struct {
 		version string
@@ -592,6 +637,11 @@ func createRenderCase(ctx context.Context, s *apitest.Server, dyn dynamic.Interf
 	c, tmpl, ngs := defaultMagnumCluster()
 	for k, v := range rc.labels {
 		c.Labels[k] = v
+	}
+	for _, ng := range ngs {
+		if ng.Role == objects.RoleWorker && len(rc.workerLabels) > 0 {
+			ng.Labels = maps.Clone(rc.workerLabels)
+		}
 	}
 	if rc.mutate != nil {
 		rc.mutate(c, tmpl)
@@ -650,6 +700,14 @@ func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, v
 			want[k] = v
 		}
 	}
+	if declared["extraNetworks"] { // magnum-v4 on
+		for k, v := range defaultV4Expectations() {
+			want[k] = v
+		}
+		for k, v := range rc.v4 {
+			want[k] = v
+		}
+	}
 	objs := map[string]*unstructured.Unstructured{}
 	for _, kind := range []string{"Cluster", "OpenStackCluster", "KubeadmControlPlane", "ControlPlaneMachineTemplate", "MachineDeployment",
 		"WorkerMachineTemplate", "WorkerBootstrapTemplate"} {
@@ -682,12 +740,13 @@ func checkRender(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, v
 			t.Errorf("%s %s = %#v (set: %v), want %#v", k.obj, k.path, got, found, w)
 		}
 	}
-	checkHealthChecks(ctx, t, dyn, ns, renderClusterName, c, version)
+	checkHealthChecks(ctx, t, dyn, ns, renderClusterName, c, version, rc.workerLabels)
 }
 
 // checkHealthChecks: a MachineHealthCheck exists for the workers exactly
 // when auto-healing is on and the class defines a health check for them.
-func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name string, c *objects.Cluster, version string) {
+func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name string, c *objects.Cluster, version string,
+	workerLabels map[string]string) {
 	objs, err := classBundle(version)
 	if err != nil {
 		t.Fatal(err)
@@ -745,6 +804,56 @@ func checkHealthChecks(ctx context.Context, t *testing.T, dyn dynamic.Interface,
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+	checkHealthCheckOverrides(ctx, t, dyn, ns, name, c, workerLabels)
+}
+
+// checkHealthCheckOverrides: the auto_healing_* labels of c (those of the
+// render case "auto_healing overrides"), and its worker nodegroup's own
+// (workerLabels: auto_healing_unhealthy_timeout, _max_unhealthy) for the
+// workers, are what its MachineHealthChecks say.
+func checkHealthCheckOverrides(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name string, c *objects.Cluster,
+	workerLabels map[string]string) {
+	if c.Labels["auto_healing_unhealthy_timeout"] == "" || c.Labels["auto_healing_enabled"] == "false" {
+		return
+	}
+	workerTimeout, workerMax := int64(600), any(int64(2))
+	if v := workerLabels["auto_healing_unhealthy_timeout"]; v != "" {
+		secs, err := nodeGroupLabelSpec("auto_healing_unhealthy_timeout").parseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workerTimeout = secs
+	}
+	if v := workerLabels["auto_healing_max_unhealthy"]; v != "" {
+		workerMax = v // a percentage: the MachineHealthCheck holds the string
+	}
+	l, err := dyn.Resource(realGVRMHC).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mhc := range l.Items {
+		if cn, _, _ := unstructured.NestedString(mhc.Object, "spec", "clusterName"); cn != name {
+			continue
+		}
+		sel, _, _ := unstructured.NestedStringMap(mhc.Object, "spec", "selector", "matchLabels")
+		_, cp := sel[clusterv1.MachineControlPlaneLabel]
+		startup, _, _ := unstructured.NestedInt64(mhc.Object, "spec", "checks", "nodeStartupTimeoutSeconds")
+		conds, _, _ := unstructured.NestedSlice(mhc.Object, "spec", "checks", "unhealthyNodeConditions")
+		maxU, _, _ := unstructured.NestedFieldNoCopy(mhc.Object, "spec", "remediation", "triggerIf", "unhealthyLessThanOrEqualTo")
+		wantMax, wantTimeout := workerMax, workerTimeout
+		if cp {
+			wantMax, wantTimeout = int64(0), 600
+		}
+		if startup != 1800 || len(conds) != 2 || maxU != wantMax {
+			t.Errorf("MachineHealthCheck %s (control plane %v): start-up %d, conditions %v, max unhealthy %v (%T); want 1800, two, %v",
+				mhc.GetName(), cp, startup, conds, maxU, maxU, wantMax)
+		}
+		for _, cond := range conds {
+			if to, _, _ := unstructured.NestedInt64(cond.(map[string]any), "timeoutSeconds"); to != wantTimeout {
+				t.Errorf("MachineHealthCheck %s: condition %v, want a %d s timeout", mhc.GetName(), cond, wantTimeout)
+			}
+		}
 	}
 }
 
@@ -874,37 +983,15 @@ func conditionOf(u *unstructured.Unstructured, typ string) (status, message stri
 // poll calls cond every 200 ms until it holds, or returns an error with
 // cond's last answer when ctx ends first.
 func poll(ctx context.Context, what string, cond func() (bool, string)) error {
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return nil
-		}
-		last = state
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: not within the deadline; last seen: %s", what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return testkit.Await(ctx, 200*time.Millisecond, what, cond)
 }
 
 // eventuallyCtx polls cond every 200 ms until it holds; the test fails
 // when ctx ends first, with cond's last answer.
 func eventuallyCtx(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within the deadline; last seen: %s", what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+	if err := poll(ctx, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 

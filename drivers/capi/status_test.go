@@ -85,6 +85,22 @@ func TestMapClusterStatus(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
 	quota := osMachine("m-1", condition("InstanceReady", F, "InstanceCreateFailed", "Quota exceeded for cores: Requested 8, but already used 96 of 100 cores"))
 	badImage := osMachine("m-1", condition("InstanceReady", F, "InstanceCreateFailed", "Image 1234 could not be found."))
+	// Another provider's machine (the in-memory provider's DevMachine),
+	// with Cluster API's bulleted summary as its Ready message.
+	devMachine := osMachine("w-1", condition("Ready", F, "NotReady",
+		"* VMProvisioned: Please check controller logs for errors\n* NodeProvisioned: Waiting for VMProvisioned"))
+	devMachine.SetKind("DevMachine")
+	// An infrastructure cluster's terminal failure (v1beta1 contract).
+	failedOSC := &unstructured.Unstructured{Object: map[string]any{"kind": "OpenStackCluster", "metadata": map[string]any{"name": "c-1"},
+		"status": map[string]any{"failureReason": "CreateError", "failureMessage": "failed to create router:\n  * Quota exceeded for resources: ['router']"}}}
+	// Infrastructure machines being deleted (a MachineHealthCheck
+	// remediating them): their failures no longer count.
+	remediated := &unstructured.Unstructured{Object: map[string]any{"kind": "OpenStackMachine", "metadata": map[string]any{"name": "m-0"},
+		"status": map[string]any{"failureReason": "UpdateError", "failureMessage": "instance state ERROR"}}}
+	remediated.SetDeletionTimestamp(&metav1.Time{Time: now.Add(-time.Minute)})
+	badImageDeleting := osMachine("m-0", condition("InstanceReady", F, "InstanceCreateFailed", "Image 1234 could not be found."))
+	badImageDeleting.SetDeletionTimestamp(&metav1.Time{Time: now.Add(-time.Minute)})
+	replacement := osMachine("m-2", condition("InstanceReady", F, "InstanceNotReady", "Instance is BUILD"))
 
 	tests := []struct {
 		name           string
@@ -141,6 +157,26 @@ func TestMapClusterStatus(t *testing.T) {
 		{name: "create: terminal infrastructure error fails at once", current: objects.CreateInProgress,
 			obs:            observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", F, "NotReady", "")), InfraMachines: []*unstructured.Unstructured{badImage}},
 			createDeadline: future, wantStatus: objects.CreateFailed, wantReason: "Image 1234 could not be found."},
+		{name: "create: another provider's machine names its kind, its bulleted message condensed", current: objects.CreateInProgress,
+			obs:            observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", T, "Ready", "")), InfraMachines: []*unstructured.Unstructured{devMachine}},
+			createDeadline: future, wantStatus: objects.CreateInProgress,
+			wantReason: "DevMachine w-1: Ready False (NotReady): VMProvisioned: Please check controller logs for errors; NodeProvisioned: Waiting for VMProvisioned"},
+		{name: "create: the infrastructure cluster's terminal failure fails at once", current: objects.CreateInProgress,
+			obs:            observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", F, "NotReady", "")), InfraCluster: failedOSC},
+			createDeadline: future, wantStatus: objects.CreateFailed,
+			wantReason: "OpenStackCluster c-1: failed (CreateError): failed to create router: Quota exceeded for resources: ['router']"},
+		{name: "create: a failed infrastructure machine being deleted (remediated) does not fail it", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", T, "Ready", "")),
+				InfraMachines: []*unstructured.Unstructured{remediated, replacement}},
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "OpenStackMachine m-2: InstanceReady False (InstanceNotReady): Instance is BUILD"},
+		{name: "create: a terminal condition of a machine being deleted does not fail it", current: objects.CreateInProgress,
+			obs: observation{Cluster: capiCluster(1, 1, condition("InfrastructureReady", T, "Ready", "")),
+				InfraMachines: []*unstructured.Unstructured{badImageDeleting, replacement}},
+			createDeadline: future, wantStatus: objects.CreateInProgress, wantReason: "OpenStackMachine m-2: InstanceReady False (InstanceNotReady): Instance is BUILD"},
+		{name: "update: an infrastructure machine's message joins the reason", current: objects.UpdateInProgress,
+			obs: observation{Cluster: capiCluster(5, 5, withCond(healthyConds(), condition("ScalingUp", T, "ScalingUp", "Scaling up from 1 to 3 replicas"))...),
+				InfraMachines: []*unstructured.Unstructured{quota}},
+			wantStatus: objects.UpdateInProgress, wantReason: "OpenStackMachine m-1: InstanceReady False (InstanceCreateFailed): Quota exceeded for cores"},
 		{name: "create: the topology refused by an admission check fails at once", current: objects.CreateInProgress,
 			obs: observation{Cluster: capiCluster(1, 1, condition("TopologyReconciled", F, "ReconcileFailed",
 				`failed to create KubeadmControlPlane: kubeadmcontrolplanes.controlplane.cluster.x-k8s.io "c-abc" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: no`))},
@@ -290,6 +326,11 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 		// status machine does not judge it): no sizing or node_count rule.
 		{"settled nodegroup without its MachineDeployment", objects.CreateComplete, nil, 0, false, time.Time{}, drivers.PhaseGone, ""},
 		{"settled autoscaled nodegroup the autoscaler resized", objects.UpdateComplete, unsized, 2, true, time.Time{}, drivers.PhaseReady, ""},
+		// cluster_update resizes the default worker without claiming it:
+		// settled, a MachineDeployment that does not want its node_count
+		// has not been given the resize yet.
+		{"settled nodegroup whose resize is not yet carried into the MachineDeployment", objects.CreateComplete,
+			nodeGroupWants(md(2, 2, 1, 1, 1, settledMDConds()...), 2), 2, false, time.Time{}, drivers.PhaseInProgress, "waiting for the MachineDeployment to want 2 replicas (it wants 1)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,7 +338,9 @@ func TestMapWorkerNodeGroup(t *testing.T) {
 			if tc.md != nil {
 				ng.NodeCount = int64(*tc.md.Spec.Replicas)
 				if w, ok := tc.md.Annotations[wantAnnotation]; ok {
-					fmt.Sscan(w, &ng.NodeCount)
+					if _, err := fmt.Sscan(w, &ng.NodeCount); err != nil {
+						t.Fatalf("%s: %v", wantAnnotation, err)
+					}
 				}
 			}
 			got := mapWorkerNodeGroup(ng, tc.md, tc.machines, tc.auto, "", now, tc.deadline)
@@ -399,6 +442,20 @@ func TestHealthNamesEachComponent(t *testing.T) {
 	}
 	if h := healthOf(observation{}); h.Status != objects.Unknown {
 		t.Errorf("missing cluster: %+v", h)
+	}
+
+	// A Machine whose Node is not Ready makes the cluster UNHEALTHY,
+	// named; one being deleted (a resize down drains it) does not.
+	notReady := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "w-1"}}
+	notReady.Status.Conditions = []metav1.Condition{condition("NodeHealthy", F, "NodeNotReady", "* Node.Ready: kubelet stopped posting node status")}
+	h = healthOf(observation{Cluster: cl, Deployments: map[string]*clusterv1.MachineDeployment{"workers": good}, Machines: []*clusterv1.Machine{notReady}})
+	if h.Status != objects.Unhealthy || h.Reason["w-1.node"] != "NodeHealthy False (NodeNotReady): Node.Ready: kubelet stopped posting node status" {
+		t.Errorf("a node not ready: %+v", h)
+	}
+	notReady.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	h = healthOf(observation{Cluster: cl, Deployments: map[string]*clusterv1.MachineDeployment{"workers": good}, Machines: []*clusterv1.Machine{notReady}})
+	if h.Status != objects.Healthy || len(h.Reason) != 4 {
+		t.Errorf("a deleted Machine's node: %+v", h)
 	}
 }
 

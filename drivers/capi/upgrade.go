@@ -127,6 +127,7 @@ func (d *Driver) upgrade(ctx context.Context, req drivers.ClusterRequest, t *obj
 		classVersion: d.opts.ClusterClassVersion,
 		maxBatchSize: maxBatchSize,
 		annotations:  upgradeAnnotations(prevTemplate, prevTag, maxBatchSize),
+		check:        cloudCheck{all: true},
 	}); err != nil {
 		saved.restore(c)
 		return fmt.Errorf("capi: upgrade to template %s rolled back: %w", deref(t.UUID), err)

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -52,7 +53,7 @@ func TestConcurrentObserveSizesAutoscaledNodeGroupOnce(t *testing.T) {
 	}
 	eventually(t, "the cache shows the autoscaled MachineDeployment", func() (bool, string) {
 		obs := e.d.cache.Load().observe(r.Namespace, r.Name)
-		return obs.Cluster != nil && !e.d.cacheBehind(r, obs.Cluster.Generation) &&
+		return obs.Cluster != nil && !e.d.written.behind(r, obs.Cluster.Generation) &&
 			appliedAutoscaled(obs.Deployments["default-worker"]), "not yet"
 	})
 	ngs := e.nodeGroups(c)
@@ -110,7 +111,7 @@ func TestWriteGuardLockHonoursContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := g.lock(ctx, "k"); err != context.DeadlineExceeded {
+	if _, err := g.lock(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second lock: %v, want the deadline", err)
 	}
 	if _, err := g.lock(context.Background(), "other"); err != nil {

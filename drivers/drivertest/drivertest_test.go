@@ -51,6 +51,10 @@ func (b *broken) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 			ng.NodeAddresses = append(ng.NodeAddresses, ng.NodeAddresses...)
 			o.NodeGroups[u] = ng
 		}
+	case "no update start":
+		if req.Cluster.Status == objects.UpdateInProgress {
+			o.Started = time.Time{}
+		}
 	case "foreign nodegroup":
 		o.NodeGroups["f00d0000-0000-4000-8000-000000000000"] = drivers.NodeGroupObservation{Phase: drivers.PhaseReady}
 	case "always there":
@@ -120,6 +124,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		"foreign nodegroup": "which the request does not hold",
 		"always there":      "a cluster the back end never had",
 		"ignores failures":  "want CREATE_FAILED",
+		"no update start":   "an update in progress reports no Started",
 	} {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()

@@ -21,7 +21,10 @@
 //     reason, and a failed upgrade rolls the cluster back to the template
 //     its back end still runs (AppliedTemplateID);
 //   - a create the back end never converges times out (on a fresh
-//     observation, as the conductor acts on deadlines);
+//     observation, as the conductor acts on deadlines), and so does an
+//     update (a resize): Observe must report when it started
+//     (Observation.Started), from which the conductor's update deadline
+//     counts (by default the cluster's create_timeout, as Heat's);
 //   - a cluster the back end never had is not reported as there;
 //   - every observation is well formed (phases, nodegroups of the request
 //     only, Started not in the future, the desired state in
@@ -119,7 +122,7 @@ const (
 	// CapFailure: the harness can inject failures (FailureInjector).
 	CapFailure Capability = "failure"
 	// CapStall: the back end does not converge unless Progress is called
-	// (the timeout check).
+	// (the create and update timeout checks).
 	CapStall Capability = "stall"
 	// CapRequest: Observe reports Observation.Request (without it the
 	// conductor cannot resume an operation interrupted before its driver

@@ -41,6 +41,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("CreateFailure", s.createFailure)
 	t.Run("UpgradeFailure", s.upgradeFailure)
 	t.Run("CreateTimeout", s.createTimeout)
+	t.Run("UpdateTimeout", s.updateTimeout)
 	t.Run("NeverCreated", s.neverCreated)
 }
 
@@ -76,7 +77,9 @@ func (s *suite) defaults(t *testing.T) {
 	if f.Observers == 0 {
 		f.Observers = 4
 	}
-	s.timeouts = sm.Timeouts{Create: f.CreateTimeout}
+	// The conductor's defaults: an update is bounded like a create
+	// ([conductor] update_timeout = -1).
+	s.timeouts = sm.Timeouts{Create: f.CreateTimeout, UpdateAsCreate: true}
 	if _, lacks := s.caps.lacks(CapUpgrade); !lacks && f.UpgradeTemplate == nil {
 		t.Fatal("the fixture has no UpgradeTemplate: declare CapUpgrade lacking, or give one")
 	}
@@ -396,6 +399,19 @@ func (s *suite) createTimeout(t *testing.T) {
 	if obs.Phase == drivers.PhaseReady {
 		t.Fatal("a create the back end was not let progress is observed ready")
 	}
+	if fresh, ok := cl.failsOnDeadline(ctx, t, obs, late, objects.CreateFailed); !ok {
+		t.Fatalf("after its deadline the create is %s (%q); Started %s", cl.c.Status, objects.Deref(cl.c.StatusReason), fresh.Started)
+	}
+	s.remove(t, cl)
+}
+
+// failsOnDeadline checks the conductor's rule for a deadline passed at
+// late on obs: decided on that cached observation, it only asks for a
+// fresh one; on a fresh observation the operation fails (status want,
+// "timed out" in the reason). It returns the fresh observation and whether
+// the operation failed so.
+func (cl *cluster) failsOnDeadline(ctx context.Context, t *testing.T, obs drivers.Observation, late time.Time, want string) (drivers.Observation, bool) {
+	t.Helper()
 	d := cl.decide(t, obs, false, late)
 	if !d.NeedFresh || d.Changed() {
 		t.Fatalf("a deadline passed on a cached observation must only ask for a fresh one: %+v", d)
@@ -405,9 +421,58 @@ func (s *suite) createTimeout(t *testing.T) {
 		t.Fatalf("a fresh observation, which the conductor asks before it fails an operation on its deadline: %v", err)
 	}
 	d = cl.decide(t, fresh, true, late)
-	if d.Cluster == nil || d.Cluster.Status != objects.CreateFailed ||
-		!strings.Contains(objects.Deref(d.Cluster.StatusReason), "timed out") {
-		t.Fatalf("after its deadline the create is %s (%q)", cl.c.Status, objects.Deref(cl.c.StatusReason))
+	return fresh, d.Cluster != nil && d.Cluster.Status == want && strings.Contains(objects.Deref(d.Cluster.StatusReason), "timed out")
+}
+
+// updateTimeout: a resize the back end holds but does not converge fails on
+// the update deadline, counted from Observation.Started, and only on a fresh
+// observation.
+func (s *suite) updateTimeout(t *testing.T) {
+	if s.skip(t, CapStall) || s.skip(t, CapResize) {
+		return
+	}
+	cl := s.newCluster("drivertest-update-timeout")
+	s.create(t, cl, objects.CreateComplete)
+	var target *objects.NodeGroup
+	cl.claim(objects.UpdateInProgress, func() {
+		for _, ng := range cl.ngs {
+			if ng.Name == "default-worker" {
+				ng.NodeCount, ng.Status = ng.NodeCount+1, objects.UpdateInProgress
+				target = objects.Clone(ng)
+			}
+		}
+	})
+	req := drivers.ResizeRequest{ClusterRequest: cl.request(), NodeGroup: target, NodeCount: int(target.NodeCount)}
+	res := cl.twice(t, "ResizeCluster", func(ctx context.Context) (drivers.Result, error) {
+		return s.d.ResizeCluster(ctx, req)
+	})
+	cl.storeCluster(t, res, false)
+	if status := cl.request().Cluster.Status; status != objects.UpdateInProgress {
+		t.Logf("not checked: the back end finished the resize inside the call (%s)", status)
+		s.remove(t, cl)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.f.Patience)
+	defer cancel()
+	obs, req2, err := cl.observe(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.check(t, obs, req2, "a resize the back end was not let progress")
+	if d := cl.decide(t, obs, false, s.now()); d.Cluster != nil && d.Cluster.Status == objects.UpdateComplete {
+		t.Log("not checked: the back end finished the resize without being let progress")
+		s.remove(t, cl)
+		return
+	}
+	if obs.Started.IsZero() {
+		t.Fatal("an update in progress reports no Started: the conductor's update deadline cannot apply, and an update " +
+			"that never converges would stay UPDATE_IN_PROGRESS for ever")
+	}
+	late := s.now().Add(s.f.CreateTimeout + time.Minute)
+	if fresh, ok := cl.failsOnDeadline(ctx, t, obs, late, objects.UpdateFailed); !ok {
+		row := cl.request().Cluster
+		t.Fatalf("after its deadline the resize is %s (%q); Started %s, deadline %s after it", row.Status,
+			objects.Deref(row.StatusReason), fresh.Started, s.f.CreateTimeout)
 	}
 	s.remove(t, cl)
 }

@@ -28,7 +28,7 @@
 //	                             (also rotate_ca, rotate_credential,
 //	                             pre_delete)
 //	sim_hang=true                operations never complete (until their
-//	                             deadline fails them)
+//	                             deadline fails them: Started is reported)
 //	sim_delay=30s                overrides the configured delay
 //	sim_health=healthy|unhealthy|unknown|error|hang   what the monitor reports
 package simulated
@@ -434,18 +434,18 @@ func (d *Driver) Observe(_ context.Context, req drivers.ObserveRequest) (drivers
 		return drivers.Observation{}, exception.InvalidParameterValue("observe needs the cluster")
 	}
 	held, last := backendRequest(req.ClusterRequest)
+	// The current operation began with the newest stack_id of the cluster
+	// and its nodegroups: a nodegroup operation's is the nodegroup's (the
+	// cluster's own records an earlier operation).
 	if hung(c) {
-		return drivers.Observation{Phase: drivers.PhaseInProgress, Request: held}, nil
+		return drivers.Observation{Phase: drivers.PhaseInProgress, Request: held, Started: last.start}, nil
 	}
 	now := d.now()
 	delay := d.delayFor(c)
 	failList := labelList(c.Labels, LabelFail)
 	cop, cstart, cok := ParseStackID(c.StackID)
 	done := !cok || !now.Before(cstart.Add(delay))
-	obs := drivers.Observation{NodeGroups: map[string]drivers.NodeGroupObservation{}, Request: held}
-	if cok {
-		obs.Started = cstart
-	}
+	obs := drivers.Observation{NodeGroups: map[string]drivers.NodeGroupObservation{}, Request: held, Started: last.start}
 	p := prefix(c.Status)
 	if !inProgress(c.Status) {
 		p = ""

@@ -3,6 +3,7 @@ package simulated_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -466,3 +467,45 @@ func TestRequestShowsWhatTheBackEndWasAskedFor(t *testing.T) {
 }
 
 func ptrInt64(n int64) *int64 { return &n }
+
+// TestUpdateStartedAndItsDeadline: Started is when the current operation
+// began, the newest stack_id of the cluster and its nodegroups (a
+// nodegroup update's is the nodegroup's, not the cluster's create), also
+// under sim_hang, whose update then fails on the update deadline.
+func TestUpdateStartedAndItsDeadline(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1000, 0).Add(5 * time.Hour)}
+	d := simulated.New(simulated.Options{Delay: time.Minute, Now: clk.now})
+	r := newRows(map[string]string{"sim_hang": "true"})
+	for _, ng := range r.ngs {
+		ng.Status = objects.CreateComplete
+	}
+	r.c.Status = objects.UpdateInProgress
+	r.c.StackID = objects.Str(simulated.StackID("create", time.Unix(1000, 0)))
+	r.ngs[1].Status, r.ngs[1].MinNodeCount = objects.UpdateInProgress, 2
+	r.reset()
+	res, err := d.UpdateNodeGroup(ctx, drivers.NodeGroupRequest{ClusterRequest: r.req(), NodeGroup: r.ngs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(res, r.ngs[1])
+	started := clk.t
+	obs, err := d.Observe(ctx, drivers.ObserveRequest{ClusterRequest: r.req(), Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !obs.Started.Equal(started) {
+		t.Fatalf("Started %s, want the nodegroup update's %s", obs.Started, started)
+	}
+	tm := statusmachine.Timeouts{Create: 2 * time.Hour, UpdateAsCreate: true} // create_timeout 60 min wins
+	decide := func(now time.Time) statusmachine.Decision {
+		return statusmachine.Decide(statusmachine.Input{Cluster: r.c, NodeGroups: r.ngs, Observation: obs, Fresh: true, Now: now, Timeouts: tm})
+	}
+	if dec := decide(started.Add(59 * time.Minute)); dec.Cluster.Status != objects.UpdateInProgress {
+		t.Fatalf("before the deadline: %s %q", dec.Cluster.Status, objects.Deref(dec.Cluster.StatusReason))
+	}
+	dec := decide(started.Add(61 * time.Minute))
+	if dec.Cluster.Status != objects.UpdateFailed || !strings.Contains(objects.Deref(dec.Cluster.StatusReason), "timed out") {
+		t.Fatalf("after the deadline: %s %q", dec.Cluster.Status, objects.Deref(dec.Cluster.StatusReason))
+	}
+}

@@ -313,3 +313,31 @@ func TestUpdateOfASettledWorkerGivenUp(t *testing.T) {
 		t.Fatalf("completed without the driver: %s", d.Cluster.Status)
 	}
 }
+
+// TestUpdateOfASettledWorkerWaitsForTheBackEnd: a cluster update that
+// resized the default worker without claiming it completes only once the
+// back end reports the worker done, though its view of the whole cluster
+// says Ready (the Cluster API Cluster's ScalingUp condition lags behind its
+// MachineDeployments: the end-to-end test over RPC saw it).
+func TestUpdateOfASettledWorkerWaitsForTheBackEnd(t *testing.T) {
+	ngs := []*objects.NodeGroup{ngRow("m", objects.RoleMaster, objects.CreateComplete, 1), ngRow("w", objects.RoleWorker, objects.CreateComplete, 2)}
+	c := claimed(objects.UpdateInProgress)
+	nodes := everyNG(ngs, drivers.PhaseReady)
+	nodes["w"] = drivers.NodeGroupObservation{Phase: drivers.PhaseInProgress, Reason: "1/2 machines up to date and available"}
+	obs := drivers.Observation{Phase: drivers.PhaseReady, NodeGroups: nodes, Request: held("tmpl-new", map[string]int{"m": 1, "w": 2})}
+	d := sm.Decide(sm.Input{Cluster: c, NodeGroups: ngs, Observation: obs, Fresh: true, Now: t0.Add(time.Hour + time.Minute), Timeouts: resumeTimeouts})
+	if d.Cluster != nil && d.Cluster.Status != objects.UpdateInProgress {
+		t.Fatalf("completed while the worker is in progress: %s (%s)", d.Cluster.Status, objects.Deref(d.Cluster.StatusReason))
+	}
+	// Done, it completes; the worker stays as it was.
+	obs.NodeGroups = everyNG(ngs, drivers.PhaseReady)
+	d = sm.Decide(sm.Input{Cluster: c, NodeGroups: ngs, Observation: obs, Fresh: true, Now: t0.Add(time.Hour + time.Minute), Timeouts: resumeTimeouts})
+	if d.Cluster == nil || d.Cluster.Status != objects.UpdateComplete {
+		t.Fatalf("not completed once the worker is done: %+v", d)
+	}
+	for _, ng := range d.NodeGroups {
+		if ng.UUID == "w" && ng.Status != objects.CreateComplete {
+			t.Errorf("worker %s", ng.Status)
+		}
+	}
+}

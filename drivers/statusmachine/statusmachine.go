@@ -32,7 +32,16 @@
 //     deadlines count from Observation.Started, else from created_at, with
 //     the cluster's create_timeout (else Timeouts.Create); a nodegroup added
 //     later has its own from its created_at. Update and delete deadlines count
-//     from Observation.Started and apply only when it is reported.
+//     from Observation.Started and apply only when it is reported; an update's
+//     (and a rollback's) only while the back end holds every change the rows
+//     in progress ask for (see Observation.Request): until then, Started is
+//     about an earlier operation. The update deadline is Timeouts.Update, or
+//     with Timeouts.UpdateAsCreate the cluster's create_timeout (else
+//     Timeouts.Create), as a Heat stack update runs under the stack's timeout.
+//   - An operation failed on its deadline stays failed when its back end
+//     converges later, like any failed operation: settled clusters are not
+//     judged. A new operation (a retried resize, an upgrade) starts a new
+//     deadline.
 //   - When the back end reports the desired state it holds
 //     (Observation.Request) and that state does not show the change the rows
 //     hold (a new node count, a new template, a deletion), the change has not
@@ -113,9 +122,14 @@ type Timeouts struct {
 	// Create bounds CREATE_IN_PROGRESS of a cluster without create_timeout
 	// (Magnum's [cluster_heat]/create_timeout, 60 min). 0: no deadline.
 	Create time.Duration
-	// Update bounds UPDATE_IN_PROGRESS and ROLLBACK_IN_PROGRESS. 0: no
+	// Update bounds UPDATE_IN_PROGRESS and ROLLBACK_IN_PROGRESS (and the
+	// nodegroups in those), counted from Observation.Started. 0: no
 	// deadline.
 	Update time.Duration
+	// UpdateAsCreate: an update is bounded like Magnum's Heat stack update,
+	// by the stack's timeout: the cluster's create_timeout, else Create.
+	// Update is then not used.
+	UpdateAsCreate bool
 	// Delete bounds DELETE_IN_PROGRESS. 0: no deadline.
 	Delete time.Duration
 	// Resume bounds how long an operation may stay claimed without
@@ -220,6 +234,7 @@ func Decide(in Input) Decision {
 	}
 	c := in.Cluster
 	m := &machine{in: in, obs: in.Observation, c: objects.Clone(c)}
+	m.held = m.holdsEveryChange()
 	m.nodeGroups()
 	m.cluster()
 	if len(m.notReached) > 0 && overdue(c, in.Now, in.Timeouts) {
@@ -293,6 +308,9 @@ type machine struct {
 	// notReached are the rows (nodegroup uuids, "" for the cluster) in
 	// progress whose change the back end's desired state does not show.
 	notReached []string
+	// held: the back end holds every change in progress, so Started is
+	// about this operation (holdsEveryChange).
+	held bool
 }
 
 // createTimeout is the cluster's create_timeout, else the default.
@@ -301,6 +319,42 @@ func (m *machine) createTimeout() time.Duration {
 		return time.Duration(*n) * time.Minute
 	}
 	return m.in.Timeouts.Create
+}
+
+// updateTimeout bounds an update: Timeouts.Update, or with UpdateAsCreate
+// the cluster's create timeout.
+func (m *machine) updateTimeout() time.Duration {
+	if m.in.Timeouts.UpdateAsCreate {
+		return m.createTimeout()
+	}
+	return m.in.Timeouts.Update
+}
+
+// holdsEveryChange reports whether the back end's desired state shows
+// every change the rows in progress ask for (true when it does not report
+// it): the rows nodeGroups and cluster find not reached.
+func (m *machine) holdsEveryChange() bool {
+	if m.obs.Request == nil {
+		return true
+	}
+	if !m.clusterReached() {
+		return false
+	}
+	c := m.in.Cluster
+	for _, ng := range m.in.NodeGroups {
+		switch {
+		case c.Status == objects.DeleteInProgress:
+		case InProgress(ng.Status):
+			if !m.ngReached(ng) {
+				return false
+			}
+		case c.Status == objects.UpdateInProgress:
+			if !m.sizeReached(ng) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // clusterCreateDeadline is when the cluster's create times out (zero:
@@ -337,8 +391,8 @@ func (m *machine) deadline(status string, created *time.Time) time.Time {
 		}
 		return d
 	case objects.UpdateInProgress, objects.RollbackInProgress:
-		if m.in.Timeouts.Update > 0 && !started.IsZero() {
-			return started.Add(m.in.Timeouts.Update)
+		if t := m.updateTimeout(); t > 0 && !started.IsZero() && m.held {
+			return started.Add(t)
 		}
 	case objects.DeleteInProgress:
 		if m.in.Timeouts.Delete > 0 && !started.IsZero() {
@@ -450,8 +504,16 @@ func (m *machine) nodeGroups() {
 			// back end was not asked for is a cluster update that has not
 			// reached it (cluster_update resizes the default worker without
 			// claiming it).
-			if c.Status == objects.UpdateInProgress && !m.sizeReached(row) {
+			// Asked for, it holds the update until the back end has carried
+			// it out: the cluster's own view of its nodegroups can lag
+			// behind (the Cluster API Cluster's ScalingUp condition did, in
+			// the end-to-end test over RPC).
+			switch {
+			case c.Status != objects.UpdateInProgress:
+			case !m.sizeReached(row):
 				m.notReached = append(m.notReached, row.UUID)
+			case reported && phaseOf(o.Phase) == drivers.PhaseInProgress && row.Status != objects.DeleteComplete:
+				m.busy = append(m.busy, row.Name)
 			}
 			m.version(ng, o)
 			continue

@@ -50,7 +50,7 @@ func Release() (uintptr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("exepages: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	maps, err := ReadOnlyMappings(f, exe)
 	if err != nil {
 		return 0, err

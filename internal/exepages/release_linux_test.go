@@ -58,25 +58,33 @@ func TestHelperProcess(t *testing.T) {
 	// the scheduler, sysmon) comes back page by page, well below what Release
 	// gives back even on a loaded machine.
 	if err := adviseRandom(); err != nil {
-		os.Stdout.WriteString("error " + err.Error() + "\n")
+		answer("error " + err.Error())
 		os.Exit(1)
 	}
 	in := bufio.NewReader(os.Stdin)
-	os.Stdout.WriteString("ready\n")
+	answer("ready")
 	for {
 		if line, err := in.ReadString('\n'); err != nil || line != "release\n" {
 			os.Exit(0)
 		}
 		if _, err := Release(); err != nil {
-			os.Stdout.WriteString("error " + err.Error() + "\n")
+			answer("error " + err.Error())
 		} else {
-			os.Stdout.WriteString("released\n")
+			answer("released")
 		}
 	}
 }
 
 // adviseRandom turns off fault-around on the executable's read-only
 // mappings (madvise MADV_RANDOM).
+// answer writes one line to the test that runs this helper; when it cannot,
+// that test has gone, and so does the helper.
+func answer(line string) {
+	if _, err := os.Stdout.WriteString(line + "\n"); err != nil {
+		os.Exit(2)
+	}
+}
+
 func adviseRandom() error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -132,8 +140,8 @@ func TestReleaseLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		stdin.Close()
-		cmd.Wait()
+		_ = stdin.Close() // the helper exits at end of input
+		_ = cmd.Wait()    // its answers were checked; its exit status adds nothing
 	}()
 	out := bufio.NewReader(stdout)
 	next := func() string {
@@ -183,11 +191,11 @@ func copyFile(dst, src string) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close() // the copy's error is the one to report
 		return err
 	}
 	if err := out.Sync(); err != nil {
-		out.Close()
+		_ = out.Close() // the sync's error is the one to report
 		return err
 	}
 	return out.Close()

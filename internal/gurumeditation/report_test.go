@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/config"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func testReport(t *testing.T) Report {
@@ -113,11 +114,8 @@ func TestFileEventTriggersTheReport(t *testing.T) {
 	if err := os.Chtimes(trigger, future, future); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(dir, "magnum-conductor_gurumeditation_*"))
-		if len(m) == 1 {
-			return
-		}
-	}
-	t.Fatal("no report file after the trigger file changed")
+		return len(m) == 1
+	}, "no report file after the trigger file changed")
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 func TestUnquote(t *testing.T) {
@@ -41,7 +43,7 @@ func TestUnquoteMatchesPython(t *testing.T) {
 	}
 	inputs := []string{"s3cr%40t", "100%zz%4", "%%41", "a%4", "%41%", "%g1%1g%41x", "%7e%7E", "x%2"}
 	for _, in := range inputs {
-		out, err := exec.Command(py, "-c", "import sys, urllib.parse; sys.stdout.write(urllib.parse.unquote(sys.argv[1]))", in).Output()
+		out, err := testkit.Output(testkit.ToolTimeout, py, "-c", "import sys, urllib.parse; sys.stdout.write(urllib.parse.unquote(sys.argv[1]))", in)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func TestBuildIsReproducibleAndStatic(t *testing.T) {
 		if f.Section(".debug_info") != nil || f.Section(".symtab") != nil {
 			t.Errorf("%s is not stripped", name)
 		}
-		f.Close()
+		_ = f.Close() // read only
 	}
 	out, err := exec.Command(a.Binaries["magnum-conductor"], "--version").CombinedOutput()
 	if err != nil {

@@ -161,7 +161,7 @@ func Build(ctx context.Context, opts Options) error {
 	}
 	defer os.Remove(tmp)
 	if err := WriteArchive(f, img, opts.Version.ImageTag(), opts.Version.Time); err != nil {
-		f.Close()
+		_ = f.Close() // the archive's error is the one to report
 		return err
 	}
 	if err := f.Close(); err != nil {

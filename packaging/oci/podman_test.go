@@ -45,8 +45,11 @@ func newPodman(t *testing.T) *podman {
 	p := &podman{t: t, args: []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
 		"--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", "runc"}}
 	t.Cleanup(func() {
-		p.run("rm", "--all", "--force", "--time", "0")
-		p.run("system", "reset", "--force")
+		for _, args := range [][]string{{"rm", "--all", "--force", "--time", "0"}, {"system", "reset", "--force"}} {
+			if _, err := p.run(args...); err != nil {
+				t.Logf("cleanup: %v", err) // the directory is removed below all the same
+			}
+		}
 		unmountUnder(t, dir)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Error(err)

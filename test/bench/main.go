@@ -295,7 +295,7 @@ func run(ctx context.Context, o options) error {
 		listReplyFile = f.Name()
 		defer os.Remove(listReplyFile)
 		if _, err := f.Write(body); err != nil {
-			f.Close()
+			_ = f.Close() // the write's error is the one to report
 			return err
 		}
 		if err := f.Close(); err != nil {

@@ -204,7 +204,7 @@ func osloPingBodies() (request, reply []byte, err error) {
 			BodyRaw string `json:"body_raw"`
 		}
 		if err := json.Unmarshal(b, &v); err != nil || v.BodyRaw == "" {
-			return nil, fmt.Errorf("%s: no body_raw (%v)", name, err)
+			return nil, fmt.Errorf("%s: no body_raw (%v)", name, err) //nolint:errorlint // err may be nil (no body_raw): text for the reader
 		}
 		return []byte(v.BodyRaw), nil
 	}

@@ -255,7 +255,7 @@ func (s *server) waitPing(ctx context.Context, within time.Duration) error {
 		time.Sleep(300 * time.Millisecond)
 	}
 	return fmt.Errorf("%s conductor did not answer ping_conductor within %s (last error %v):\n%s",
-		s.label, within, last, tail(s.log.String(), 4000))
+		s.label, within, last, tail(s.log.String(), 4000)) //nolint:errorlint // last may be nil: text for the reader
 }
 
 // adminCtx attaches the request context a cloud admin's magnum-api request

@@ -7,9 +7,10 @@ package brokerctl
 
 import (
 	"os"
-	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // Env enables the broker-restart tests.
@@ -28,13 +29,13 @@ func SkipUnlessEnabled(t *testing.T) {
 // again when the test ends, whatever happened.
 func Restart(t *testing.T) {
 	t.Helper()
-	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "start_app").Run() })
+	t.Cleanup(func() { _, _ = testkit.CombinedOutput(testkit.ToolTimeout, "rabbitmqctl", "start_app") })
 	for _, args := range [][]string{{"stop_app"}, nil, {"start_app"}, {"await_startup"}} {
 		if args == nil {
 			time.Sleep(time.Second)
 			continue
 		}
-		if out, err := exec.Command("rabbitmqctl", args...).CombinedOutput(); err != nil {
+		if out, err := testkit.CombinedOutput(testkit.ToolTimeout, "rabbitmqctl", args...); err != nil {
 			t.Fatalf("rabbitmqctl %v: %v\n%s", args, err, out)
 		}
 	}

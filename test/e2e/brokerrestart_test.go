@@ -1,7 +1,8 @@
 package e2e
 
 import (
-	"os/exec"
+	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/brokerctl"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
@@ -22,7 +24,9 @@ func TestBrokerRestart(t *testing.T) {
 	dir := t.TempDir()
 	topic := dbtest.RandomName("e2e_restart_notifications_")
 	conf := (&harness.Config{SimDelay: 0, NotificationTopic: topic}).Write(t, dir)
-	t.Cleanup(func() { _ = exec.Command("rabbitmqctl", "-q", "delete_queue", topic+".info").Run() })
+	t.Cleanup(func() {
+		_, _ = testkit.CombinedOutput(testkit.ToolTimeout, "rabbitmqctl", "-q", "delete_queue", topic+".info")
+	})
 	p := harness.Start(t, bins, conf)
 	if _, err := harness.CTL(bins, conf, "template", "create", "--name", "dev", "--os", "simulated",
 		"--image", "img", "--flavor", "m1.small", "--master-flavor", "m1.medium", "--driver", "simulated"); err != nil {
@@ -43,16 +47,14 @@ func TestBrokerRestart(t *testing.T) {
 
 	brokerctl.Restart(t)
 
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	// Paced at a second: each check runs magnumctl against the conductor.
+	answered, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := testkit.Await(answered, time.Second, "the conductor answering a ping within 90 s of the broker restart", func() (bool, string) {
 		out, err := harness.CTL(bins, conf, "--timeout", "5s", "conductor", "ping")
-		if err == nil && strings.Contains(out, "true") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the conductor did not answer within 90 s of the broker restart: %v", err)
-		}
-		time.Sleep(time.Second)
+		return err == nil && strings.Contains(out, "true"), fmt.Sprintf("ping: %v %s", err, out)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	create("after")
 	out, err := harness.CTL(bins, conf, "cluster", "list")
@@ -62,20 +64,20 @@ func TestBrokerRestart(t *testing.T) {
 	// The create after the restart notified on the redeclared <topic>.info
 	// queue: the transient queue, and what it held before, went with the
 	// broker, so whatever it holds now was sent after the restart.
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		out, err := exec.Command("rabbitmqctl", "-q", "--no-table-headers", "list_queues", "name", "messages").Output()
+	notified, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	if err := testkit.Await(notified, 500*time.Millisecond, "a cluster_create notification on "+topic+".info after the restart", func() (bool, string) {
+		out, err := testkit.Output(testkit.ToolTimeout, "rabbitmqctl", "-q", "--no-table-headers", "list_queues", "name", "messages")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := queueMessages(string(out), topic+".info"); n >= 1 {
 			t.Logf("%d notifications on %s.info after the restart", n, topic)
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no cluster_create notification on %s.info after the restart:\n%s\nconductor log:\n%s", topic, out, p.Log())
-		}
-		time.Sleep(500 * time.Millisecond)
+		return false, string(out)
+	}); err != nil {
+		t.Fatalf("%v\nconductor log:\n%s", err, p.Log())
 	}
 }
 

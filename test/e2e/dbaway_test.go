@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -153,16 +156,15 @@ func TestDatabaseGoesAway(t *testing.T) {
 			t.Fatalf("%s: ping_conductor needs no database and must still answer: %v %s", mode, err, out)
 		}
 		p.set("up")
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			out, err = harness.CTL(bins, conf, "--timeout", "20s", "template", "list")
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no recovery after the database came back: %v", mode, err)
-			}
-			time.Sleep(time.Second)
+		recovered, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err = testkit.Await(recovered, time.Second, mode+": recovery after the database came back", func() (bool, string) {
+			var lerr error
+			out, lerr = harness.CTL(bins, conf, "--timeout", "20s", "template", "list")
+			return lerr == nil, fmt.Sprint(lerr)
+		})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
 		}
 		if !strings.Contains(out, "kept") {
 			t.Fatalf("%s: the template written before is gone:\n%s", mode, out)
@@ -171,12 +173,13 @@ func TestDatabaseGoesAway(t *testing.T) {
 	// The heartbeat (a periodic job writing magnum_service) goes on after
 	// the outages: its report count keeps growing.
 	first := reportCount(t, conf)
-	deadline := time.Now().Add(30 * time.Second)
-	for reportCount(t, conf) <= first {
-		if time.Now().After(deadline) {
-			t.Fatalf("the heartbeat did not report again after the database came back (report_count %d)", first)
-		}
-		time.Sleep(time.Second)
+	reported, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := testkit.Await(reported, time.Second, "the heartbeat reporting again after the database came back", func() (bool, string) {
+		n := reportCount(t, conf)
+		return n > first, fmt.Sprintf("report_count %d", n)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("heartbeat: %d reports after the outages, then more", first)
 

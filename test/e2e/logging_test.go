@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/harness"
 )
 
@@ -30,12 +31,9 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 	}
 	waitFor := func(path, want string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if strings.Contains(read(path), want) {
-				return
-			}
+		if testkit.Poll(20*time.Second, func() bool { return strings.Contains(read(path), want) }) != nil {
+			t.Fatalf("%s never held %q:\n%s", path, want, read(path))
 		}
-		t.Fatalf("%s never held %q:\n%s", path, want, read(path))
 	}
 	// oslo.log's line layout, as the Python service writes its log file.
 	waitFor(logFile, " INFO magnum.conductor [-] starting magnum-conductor ")
@@ -93,11 +91,11 @@ func TestLogFileAndSIGHUP(t *testing.T) {
 	waitFor(logFile, " INFO magnum.conductor.gurumeditation [-] Guru Meditation Report written to=stderr")
 	// The process has written the report; the pipe that carries its stderr
 	// to p.Log() may still hold the end of it (the configuration).
-	report := p.Log()
-	for end := time.Now().Add(10 * time.Second); !strings.Contains(report, "  transport_url = ****") && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
+	var report string
+	_ = testkit.Poll(10*time.Second, func() bool { // checked below, with the rest of the report
 		report = p.Log()
-	}
+		return strings.Contains(report, "  transport_url = ****")
+	})
 	for _, want := range []string{"Guru Meditation", "product = magnum-conductor (Go)", "goroutine ", "  transport_url = ****"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report on stderr lacks %q:\n%s", want, report)

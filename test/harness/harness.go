@@ -43,7 +43,7 @@ func Build(dir string) (*Binaries, error) {
 		"./cmd/magnum-conductor", "./cmd/magnumctl", "./cmd/magnum-db-manage")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+		return nil, fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return &Binaries{
 		Dir:       dir,
@@ -218,7 +218,7 @@ func (p *Process) Stop(timeout time.Duration) error {
 		return err
 	case <-time.After(timeout):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.done //nolint:errcheck // killed: its exit status says nothing more
 		return fmt.Errorf("magnum-conductor did not exit within %s of SIGTERM", timeout)
 	}
 }
@@ -234,7 +234,7 @@ func CTL(bins *Binaries, confPath string, args ...string) (string, error) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if err != nil {
-		return stdout.String(), fmt.Errorf("magnumctl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		return stdout.String(), fmt.Errorf("magnumctl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
 }

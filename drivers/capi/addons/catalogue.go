@@ -45,7 +45,13 @@ var DefaultCharts = map[string]string{
 // add-on: the cloud-provider-openstack charts follow the Kubernetes minor
 // (2.<minor>.x supports 1.<minor>); the CNIs and metrics-server support a
 // range of minors. A minor missing here takes the newest row at or below
-// it, else the oldest row.
+// it, else the oldest row. The tests render every chart of the table from
+// its upstream module except calico's: Calico's module is served at one
+// commit only, whose tigera-operator chart is v3.28.5 (calicoModule in
+// render_test.go). Upstream's v3.30 chart takes the same installation
+// values and renders the same Installation and operator Deployment; it adds
+// the Goldmane and Whisker custom resources (kept, as APIServer is), their
+// CRDs, and no Namespace either.
 var Versions = map[string]map[string]string{
 	"1.31": {Calico: "v3.29.5", Cilium: "1.17.8", CloudProvider: "2.31.3", CinderCSI: "2.31.3", ManilaCSI: "2.31.3", MetricsServer: "3.12.2"},
 	"1.32": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.32.0", CinderCSI: "2.32.0", ManilaCSI: "2.32.0", MetricsServer: "3.12.2"},
@@ -151,6 +157,43 @@ type AddOn struct {
 	Name    string
 	Chart   ChartRef // zero for plain manifests
 	Objects []Object
+	// Skipped are the chart's hooks left out (see Chart hooks in
+	// render.go).
+	Skipped []Hook
+}
+
+// Warning names the hooks of a's chart that are not run and whose moment
+// comes to an add-on ("" when none): its upgrade hooks (pre-upgrade,
+// post-upgrade), since an add-on's chart version moves with
+// cluster_upgrade. The others are named by LeftOut only: an add-on is
+// never uninstalled apart from its cluster (whose delete removes the
+// nodes it runs on), rolled back or tested, and Helm itself skips the
+// types it does not know; a warning for those on every cluster (the real
+// tigera-operator chart has a pre-delete Job) would say nothing an
+// operator can act on.
+func (a AddOn) Warning() string {
+	var upgrade []Hook
+	for _, h := range a.Skipped {
+		if h.onUpgrade() {
+			upgrade = append(upgrade, h)
+		}
+	}
+	return a.hooksNotRun("Helm upgrade hooks not run", upgrade)
+}
+
+// LeftOut names every hook of a's chart left out ("" when none), for the
+// log.
+func (a AddOn) LeftOut() string { return a.hooksNotRun("Helm hooks not run", a.Skipped) }
+
+func (a AddOn) hooksNotRun(what string, hooks []Hook) string {
+	if len(hooks) == 0 {
+		return ""
+	}
+	names := make([]string, len(hooks))
+	for i, h := range hooks {
+		names[i] = h.String()
+	}
+	return fmt.Sprintf("add-on %s (chart %s %s): %s: %s", a.Name, a.Chart.Chart, a.Chart.Version, what, strings.Join(names, ", "))
 }
 
 func (s Settings) ref(addon, kube string) ChartRef {
@@ -184,6 +227,29 @@ func (s Settings) registry(l Labels) string {
 	return strings.TrimSuffix(s.ImageRegistry, "/")
 }
 
+// releaseNamespace is the Namespace object of a built-in add-on's release
+// namespace ns, labelled name=<ns> and with labels, or nil for kube-system
+// and for a chart that renders its namespace itself. The charts leave their
+// namespace to the user (tigera-operator's README: kubectl create namespace
+// tigera-operator, then helm install), and Cluster API creates no
+// namespace: without it, none of the add-on's namespaced objects could be
+// created. It comes first, before what it holds.
+func releaseNamespace(objs []Object, ns string, labels map[string]string) Object {
+	if ns == "kube-system" {
+		return nil
+	}
+	for _, o := range objs {
+		if o["kind"] == "Namespace" && objectName(o) == ns {
+			return nil
+		}
+	}
+	l := map[string]any{"name": ns}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return Object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns, "labels": l}}
+}
+
 // Render renders the add-ons of cl: the cloud-config Secret, the CNI its
 // network_driver label names, the cloud controller manager, the CSI
 // plugins and metrics-server as their labels enable them, then the
@@ -200,11 +266,17 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		values map[string]any
 		ns     string
 		tag    string // a *_tag label: chart version (CNIs) or image tag
+		// nsLabels are the labels of ns, when the add-on creates it (see
+		// releaseNamespace).
+		nsLabels map[string]string
 	}
 	var plan []planned
 	switch nd := l.String("network_driver"); nd {
 	case "", Calico:
-		plan = append(plan, planned{kind: "cni", name: Calico, ns: "tigera-operator", values: calicoValues(cl, reg), tag: l.String("calico_tag")})
+		// The operator runs on the host network with host paths: its
+		// namespace is labelled as Tigera's own manifest labels it.
+		plan = append(plan, planned{kind: "cni", name: Calico, ns: "tigera-operator", values: calicoValues(cl, reg), tag: l.String("calico_tag"),
+			nsLabels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}})
 	case Cilium:
 		plan = append(plan, planned{kind: "cni", name: Cilium, ns: "kube-system", values: ciliumValues(cl), tag: l.String("cilium_tag")})
 	default:
@@ -248,12 +320,15 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		if err != nil {
 			return nil, err
 		}
-		objs, err := RenderChart(ch, p.values, Release{Name: p.name, Namespace: p.ns, KubeVersion: cl.KubeVersion})
+		objs, skipped, err := RenderChart(ch, p.values, Release{Name: p.name, Namespace: p.ns, KubeVersion: cl.KubeVersion})
 		if err != nil {
 			return nil, err
 		}
 		if reg != "" {
 			rewriteImages(objs, reg)
+		}
+		if ns := releaseNamespace(objs, p.ns, p.nsLabels); ns != nil {
+			objs = append([]Object{ns}, objs...)
 		}
 		switch p.name {
 		case CinderCSI:
@@ -261,7 +336,7 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		case ManilaCSI:
 			objs = append(objs, shareTypeClasses(cl)...)
 		}
-		out = append(out, AddOn{Name: p.name, Chart: ref, Objects: objs})
+		out = append(out, AddOn{Name: p.name, Chart: ref, Objects: objs, Skipped: skipped})
 	}
 	if s.wants("keystone-auth") && enabled(l, "keystone_auth_enabled", true) {
 		objs, err := keystoneAuthObjects(cl)

@@ -66,11 +66,17 @@ func loadExtraOne(ctx context.Context, charts *Charts, dir, name string, cl Clus
 		if err != nil {
 			return AddOn{}, err
 		}
-		objs, err := RenderChart(ch, ec.Values, Release{Name: name, Namespace: ec.Namespace, KubeVersion: cl.KubeVersion})
+		objs, skipped, err := RenderChart(ch, ec.Values, Release{Name: name, Namespace: ec.Namespace, KubeVersion: cl.KubeVersion})
 		if err != nil {
 			return AddOn{}, err
 		}
-		return AddOn{Name: name, Chart: ec.ChartRef, Objects: objs}, nil
+		// Its release namespace, as for the built-in add-ons (and as
+		// helm install --create-namespace and Cluster API's Helm add-on
+		// provider would make it): first, before its hooks and objects.
+		if ns := releaseNamespace(objs, ec.Namespace, nil); ns != nil {
+			objs = append([]Object{ns}, objs...)
+		}
+		return AddOn{Name: name, Chart: ec.ChartRef, Objects: objs, Skipped: skipped}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return AddOn{}, fmt.Errorf("addons: extra add-on %s: %w", name, err)
 	}

@@ -29,7 +29,9 @@ import (
 
 // ChartRef names a chart in a Helm repository.
 type ChartRef struct {
-	// Repo is the repository's base URL (its index is Repo/index.yaml).
+	// Repo is the repository's base URL (its index is Repo/index.yaml),
+	// or an OCI registry's oci://host[:port]/path, under which the chart
+	// is the repository <path>/<chart> with the tag <version>.
 	Repo    string `json:"repo"`
 	Chart   string `json:"chart"`
 	Version string `json:"version"`
@@ -40,10 +42,11 @@ func (r ChartRef) String() string { return r.Repo + " " + r.Chart + "@" + r.Vers
 // maxChartBytes bounds a downloaded chart archive or index.
 const maxChartBytes = 64 << 20
 
-// Charts fetches charts from HTTP(S) Helm repositories and keeps them on
-// disk by repository, name and version: a chart is downloaded once, its
-// SHA-256 checked against the repository index, and every later use reads
-// the file (once: archives are kept in memory). Safe for concurrent use.
+// Charts fetches charts from HTTP(S) Helm repositories and OCI registries
+// and keeps them on disk by repository, name and version: a chart is
+// downloaded once, its SHA-256 checked against the repository index (the
+// manifest's layer digest in a registry), and every later use reads the
+// file (once: archives are kept in memory). Safe for concurrent use.
 type Charts struct {
 	dir    string
 	client *http.Client
@@ -130,6 +133,9 @@ type indexFile struct {
 }
 
 func (c *Charts) download(ctx context.Context, ref ChartRef, dest string) error {
+	if strings.HasPrefix(ref.Repo, ociScheme) {
+		return c.downloadOCI(ctx, ref, dest)
+	}
 	base, err := url.Parse(strings.TrimSuffix(ref.Repo, "/") + "/")
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") {
 		return fmt.Errorf("addons: chart repository %q: only http(s) repositories are supported", ref.Repo)
@@ -167,6 +173,11 @@ func (c *Charts) download(ctx context.Context, ref ChartRef, dest string) error 
 	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, digest) {
 		return fmt.Errorf("addons: chart %s: digest %s does not match the index's %s", ref, got, digest)
 	}
+	return c.store(archive, dest)
+}
+
+// store keeps a downloaded archive, whose digest was checked, at dest.
+func (c *Charts) store(archive []byte, dest string) error {
 	c.mu.Lock()
 	c.fetches++
 	c.mu.Unlock()
@@ -179,7 +190,7 @@ func (c *Charts) download(ctx context.Context, ref ChartRef, dest string) error 
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(archive); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write's error is the one to report
 		return fmt.Errorf("addons: chart cache: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

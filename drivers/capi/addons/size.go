@@ -2,21 +2,35 @@ package addons
 
 import (
 	"fmt"
+	"strings"
 
+	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
 )
 
 // Parts serialises objs as YAML documents in order, in parts of at most max
 // bytes each (a part is one resource-set Secret; a Secret holds at most
-// 1 MiB). An object is never split across parts. A CustomResourceDefinition
-// too large for a part alone loses the descriptions of its schemas (as
-// controller-gen's crd:maxDescLen=0 does: the API server validates and
-// prunes the same way without them; only `kubectl explain` has less to
-// say); an object still too large is refused, named, with its size.
+// 1 MiB). An object is never split across parts. A chart's pre-install and
+// post-install hooks (HookGroup) are in parts of their own, one per hook
+// weight, so that Cluster API's sort by kind within a Secret keeps them
+// where Helm's order puts them (see Chart hooks in render.go). A
+// CustomResourceDefinition too large for a part alone loses the
+// descriptions of its schemas (as controller-gen's crd:maxDescLen=0 does:
+// the API server validates and prunes the same way without them; only
+// `kubectl explain` has less to say); an object still too large is
+// refused, named, with its size.
 func Parts(objs []Object, max int) ([][]byte, error) {
 	var parts [][]byte
 	var cur []byte
+	group := ""
 	for _, o := range objs {
+		if g := partGroup(o); g != group {
+			if len(cur) > 0 {
+				parts = append(parts, cur)
+				cur = nil
+			}
+			group = g
+		}
 		b, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, err
@@ -48,6 +62,19 @@ func Parts(objs []Object, max int) ([][]byte, error) {
 		parts = append(parts, cur)
 	}
 	return parts, nil
+}
+
+// partGroup is the group of objects o may share a part with: the chart's
+// other objects, or the hooks of its install hook group and weight.
+func partGroup(o Object) string {
+	g := HookGroup(o)
+	if g == GroupObject {
+		return ""
+	}
+	md, _ := o["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	w, _ := ann[release.HookWeightAnnotation].(string)
+	return fmt.Sprintf("%d/%s", g, strings.TrimSpace(w))
 }
 
 func objectName(o Object) string {

@@ -1,6 +1,7 @@
 package addons
 
 import (
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,31 +22,48 @@ const (
 var notDNS = regexp.MustCompile(`[^a-z0-9]+`)
 
 // VolumeTypeClass is the StorageClass name of a volume type: cinder- and
-// the type's name in lower case, each run of other characters a dash,
-// cut to fit a name ("" when nothing is left of it).
-func VolumeTypeClass(volumeType string) string {
-	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(volumeType), "-"), "-")
+// the type's name (see typeClass).
+func VolumeTypeClass(volumeType string) string { return typeClass("cinder-", volumeType) }
+
+// typeClass is the StorageClass name of a volume or share type: prefix and
+// the type's name in lower case, each run of other characters a dash, cut
+// to fit a name ("" when nothing is left of it).
+func typeClass(prefix, typ string) string {
+	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(typ), "-"), "-")
 	if s == "" {
 		return ""
 	}
-	s = "cinder-" + s
+	s = prefix + s
 	if len(s) > 253 {
 		s = strings.TrimRight(s[:253], "-")
 	}
 	return s
 }
 
+// typeClasses yields each of types with its class name (className's),
+// leaving out a type whose name has nothing left and the later of two
+// types of one class name (the first keeps it).
+func typeClasses(types []string, className func(string) string) iter.Seq2[string, string] {
+	return func(yield func(name, typ string) bool) {
+		seen := map[string]bool{}
+		for _, t := range types {
+			name := className(t)
+			if name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			if !yield(name, t) {
+				return
+			}
+		}
+	}
+}
+
 // volumeTypeClasses are the StorageClasses of cl's volume types, the
 // default one's marked default; none when the types are not known.
 func volumeTypeClasses(cl Cluster) []Object {
 	var out []Object
-	seen := map[string]bool{}
-	for _, vt := range cl.VolumeTypes {
-		name := VolumeTypeClass(vt)
-		if name == "" || seen[name] {
-			continue // two types of one class name: the first keeps it
-		}
-		seen[name] = true
+	for name, vt := range typeClasses(cl.VolumeTypes, VolumeTypeClass) {
 		out = append(out, Object{
 			"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
 			"metadata": map[string]any{"name": name, "annotations": map[string]any{
@@ -80,22 +98,12 @@ func defaultVolumeTypeKnown(cl Cluster) bool {
 // the default class (Cinder's is).
 const (
 	manilaProvisioner = "nfs.manila.csi.openstack.org"
-	manilaSecret      = "manila-csi-credentials"
+	manilaSecret      = "manila-csi-credentials" //nolint:gosec // the name of a Kubernetes Secret, not a credential
 )
 
-// ShareTypeClass is the StorageClass name of a share type ("" when
-// nothing is left of it).
-func ShareTypeClass(shareType string) string {
-	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(shareType), "-"), "-")
-	if s == "" {
-		return ""
-	}
-	s = "manila-" + s
-	if len(s) > 253 {
-		s = strings.TrimRight(s[:253], "-")
-	}
-	return s
-}
+// ShareTypeClass is the StorageClass name of a share type: manila- and the
+// type's name (see typeClass).
+func ShareTypeClass(shareType string) string { return typeClass("manila-", shareType) }
 
 // shareTypeClasses are the credential Secret and the StorageClasses of
 // cl's share types; nothing when there are none.
@@ -116,13 +124,7 @@ func shareTypeClasses(cl Cluster) []Object {
 	}
 	out := []Object{{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
 		"metadata": map[string]any{"name": manilaSecret, "namespace": "kube-system"}, "stringData": data}}
-	seen := map[string]bool{}
-	for _, st := range cl.ShareTypes {
-		name := ShareTypeClass(st)
-		if name == "" || seen[name] {
-			continue
-		}
-		seen[name] = true
+	for name, st := range typeClasses(cl.ShareTypes, ShareTypeClass) {
 		params := map[string]any{"type": st}
 		for _, k := range []string{"provisioner", "node-stage", "node-publish", "controller-expand"} {
 			params["csi.storage.k8s.io/"+k+"-secret-name"] = manilaSecret

@@ -2,6 +2,7 @@ package addons
 
 import (
 	"context"
+	"slices"
 	"testing"
 )
 
@@ -114,5 +115,24 @@ func TestStorageClassPerShareType(t *testing.T) {
 	}
 	if find(byName(t, set, ManilaCSI).Objects, "Secret", "manila-csi-credentials") != nil {
 		t.Error("a credential Secret without share types")
+	}
+}
+
+// TestTypeClassesKeepTheFirstOfOneName: two types whose names fold to one
+// class name give one class, the first type's; a type with no letters or
+// digits gives none; a loop that stops early is not called again.
+func TestTypeClassesKeepTheFirstOfOneName(t *testing.T) {
+	var got []string
+	for name, typ := range typeClasses([]string{"SSD Fast", "--", "ssd_fast", "HDD"}, ShareTypeClass) {
+		got = append(got, name+"="+typ)
+	}
+	if want := []string{"manila-ssd-fast=SSD Fast", "manila-hdd=HDD"}; !slices.Equal(got, want) {
+		t.Errorf("classes %q, want %q", got, want)
+	}
+	for name := range typeClasses([]string{"a", "b"}, VolumeTypeClass) {
+		if name != "cinder-a" {
+			t.Errorf("yielded %s after the loop stopped", name)
+		}
+		break
 	}
 }

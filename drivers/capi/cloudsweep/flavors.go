@@ -52,7 +52,7 @@ func (s *Sweeper) Flavor(ctx context.Context, cloud Cloud, idOrName string) (Fla
 		}
 	}
 	if found == nil {
-		return Flavor{}, fmt.Errorf("cloudsweep: no flavor %q", idOrName)
+		return Flavor{}, fmt.Errorf("cloudsweep: no flavor %q: %w", idOrName, ErrNotFound)
 	}
 	specs, err := flavors.ListExtraSpecs(ctx, cc, found.ID).Extract()
 	if err != nil && !notFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -68,6 +69,38 @@ func (s *Sweeper) EnsureServerGroups(ctx context.Context, cloud Cloud, groups []
 		out[g.Name], ids[g.Name] = created.ID, created.ID
 	}
 	return out, nil
+}
+
+// DeleteServerGroups deletes, with cloud's credential, the project's server
+// groups of these names (all of a name, as the sweep does); a name with no
+// group is not an error. A group that still has members is deleted all the
+// same.
+func (s *Sweeper) DeleteServerGroups(ctx context.Context, cloud Cloud, names []string) (int, error) {
+	provider, err := s.authenticate(ctx, cloud)
+	if err != nil {
+		return 0, err
+	}
+	cc, err := computeClient(provider, gophercloud.EndpointOpts{Region: cloud.Region, Availability: availability(cloud.Interface)})
+	if err != nil {
+		return 0, err
+	}
+	groups, err := listServerGroups(ctx, cc)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, g := range groups {
+		if !slices.Contains(names, g.Name) {
+			continue
+		}
+		if err := servergroups.Delete(ctx, cc, g.ID).ExtractErr(); err != nil && !notFound(err) {
+			errs = append(errs, fmt.Errorf("cloudsweep: delete server group %s: %w", g.Name, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 func listServerGroups(ctx context.Context, cc *gophercloud.ServiceClient) ([]servergroups.ServerGroup, error) {

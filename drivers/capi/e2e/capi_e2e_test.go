@@ -1,8 +1,13 @@
-// Package e2e holds the Cluster API driver's end-to-end test (issue 7): a
-// magnum-api-style cast travels over RabbitMQ to the real conductor and
-// reaches CREATE_COMPLETE against a real kube-apiserver serving the core API
-// (Namespaces, Secrets) and the CAPI and CAPO CRDs. It lives under
-// drivers/capi to use the test server of drivers/capi/internal/apitest.
+// Package e2e holds the Cluster API driver's end-to-end test (issues 7
+// and 22): magnum-api-style casts travel over RabbitMQ to the real
+// conductor (its handlers behind the oslo RPC server, and its periodic
+// sync_cluster_status), which runs the Cluster API driver against a real
+// kube-apiserver with the real Cluster API controllers and webhooks on the
+// in-memory infrastructure provider (drivers/capi/internal/apitest). A
+// whole lifecycle (create, update, resize, nodegroup create and delete,
+// upgrade, delete) is judged on the database rows the conductor writes and
+// on what the controllers report. It lives under drivers/capi to use
+// drivers/capi/internal/apitest.
 package e2e
 
 import (
@@ -11,12 +16,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,14 +33,18 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/openstack/magnum-conductor/api/conductorapi"
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/oslo"
 	"github.com/openstack/magnum-conductor/api/request"
@@ -47,7 +58,9 @@ import (
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone/keystonetest"
-	"github.com/openstack/magnum-conductor/drivers/capi/wiring"
+	"github.com/openstack/magnum-conductor/drivers/statusmachine"
+	"github.com/openstack/magnum-conductor/internal/testkit"
+	"github.com/openstack/magnum-conductor/internal/wiring"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
@@ -61,14 +74,17 @@ func TestMain(m *testing.M) {
 	}
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	// The first build of the test server takes minutes (apitest).
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	s, err := startServer(ctx)
+	// The first build of the test server and of the controllers takes
+	// minutes (apitest); they are cached after.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	begin := time.Now()
+	s, err := apitest.StartWithControllers(ctx, filepath.Join("..", "testdata", "crds"), testing.Verbose())
 	cancel()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "capi e2e: cannot start the test API server:", err)
+		fmt.Fprintln(os.Stderr, "capi e2e: cannot start the test API server with the Cluster API controllers:", err)
 		os.Exit(1)
 	}
+	fmt.Fprintf(os.Stderr, "capi e2e: API server with the Cluster API controllers ready in %s\n", time.Since(begin).Round(time.Millisecond))
 	server = s
 	code := m.Run()
 	if code != 0 {
@@ -78,16 +94,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func startServer(ctx context.Context) (*apitest.Server, error) {
-	return apitest.StartWithCRDs(ctx, filepath.Join("..", "testdata", "crds"), testing.Verbose())
-}
-
 var (
 	gvrNamespace = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	gvrSecret    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	gvrCluster   = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 	gvrMD        = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
-	gvrKCP       = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
+	gvrMachine   = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
 )
 
 func randHex(n int) string {
@@ -142,19 +154,13 @@ func (r *recorder) all() []string {
 	return append([]string(nil), r.events...)
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s; last state: %s", what, timeout, state)
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := testkit.Await(ctx, 50*time.Millisecond, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -230,36 +236,291 @@ func clusterPrimitive(uuid, name, project, user, templateID string) json.RawMess
 	return b
 }
 
-func condition(typ string, s metav1.ConditionStatus, reason string) map[string]any {
-	return map[string]any{"type": typ, "status": string(s), "reason": reason, "message": "",
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+// primitive is o's primitive as magnum-api sends it: the row as it read
+// it.
+func primitive(t *testing.T, o objects.Object) json.RawMessage {
+	t.Helper()
+	b, err := objects.EncodeJSON(o, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
-// TestClusterCreateCastReachesCreateCompleteThroughCAPI is issue 7: a
-// magnum-api cast of cluster_create through RabbitMQ to the conductor's
-// handlers, the Cluster API driver writing to a real API server, CAPI played
-// by the test, and sync_cluster_status completing the cluster.
-func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
-	if server == nil {
-		t.Skip("end-to-end test: needs the test kube-apiserver (not started with -short)")
+// lifecycle is the conductor under test, in process, and what the test
+// reads: the database rows it writes and the management cluster.
+type lifecycle struct {
+	t     *testing.T
+	ctx   context.Context
+	admin context.Context
+	store *db.Store
+	dyn   dynamic.Interface
+	uuid  string
+	// ns and name are the Cluster API Cluster's (the row's stack_id).
+	ns, name string
+	// reasons are the status_reasons the last operation's row showed in
+	// progress.
+	reasons []string
+}
+
+// rows reads the cluster's row and its nodegroups' (nil, nil once the
+// cluster's row is gone).
+func (l *lifecycle) rows() (*objects.Cluster, []*objects.NodeGroup) {
+	l.t.Helper()
+	c, err := l.store.GetClusterByUUID(l.admin, l.uuid)
+	if errors.Is(err, exception.ClusterNotFound(l.uuid)) {
+		return nil, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	ngs, err := l.store.ListNodeGroups(l.admin, l.uuid, db.ListOpts{}, db.NodeGroupFilters{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return c, ngs
+}
+
+func ngNamed(ngs []*objects.NodeGroup, name string) *objects.NodeGroup {
+	for _, ng := range ngs {
+		if ng.Name == name {
+			return ng
+		}
+	}
+	return nil
+}
+
+// describe is the rows, for messages.
+func describe(c *objects.Cluster, ngs []*objects.NodeGroup) string {
+	if c == nil {
+		return "no cluster row"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s (%s)", c.Status, objects.Deref(c.StatusReason))
+	for _, ng := range ngs {
+		fmt.Fprintf(&b, "; nodegroup %s %s node_count %d (%s)", ng.Name, ng.Status, ng.NodeCount, objects.Deref(ng.StatusReason))
+	}
+	return b.String()
+}
+
+// operation waits for the cluster's row to show inProgress (what the
+// handler claimed on the cast), then polls it until it leaves it, which
+// the conductor's periodic sync does once the controllers report the
+// operation done. At the poll that sees it leave, settled is asked about
+// the controllers' state (the row is read first, and what settled checks
+// does not go back): an answer fails the test, for an operation ended
+// before the controllers finished it. It returns the rows as they ended.
+func (l *lifecycle) operation(what, inProgress string, within time.Duration, settled func(c *objects.Cluster, ngs []*objects.NodeGroup) string) (*objects.Cluster, []*objects.NodeGroup) {
+	l.t.Helper()
+	ctx, cancel := context.WithTimeout(l.ctx, within)
+	defer cancel()
+	begin := time.Now()
+	if err := testkit.Await(ctx, 20*time.Millisecond, what+": the cast claims the cluster", func() (bool, string) {
+		c, ngs := l.rows()
+		return c != nil && c.Status == inProgress, describe(c, ngs)
+	}); err != nil {
+		l.t.Fatal(err)
+	}
+	var c *objects.Cluster
+	var ngs []*objects.NodeGroup
+	bad := ""
+	l.reasons = nil
+	if err := testkit.Await(ctx, 200*time.Millisecond, what+": the periodic sync ends it", func() (bool, string) {
+		c, ngs = l.rows()
+		if c != nil && c.Status == inProgress {
+			if r := objects.Deref(c.StatusReason); r != "" && !slices.Contains(l.reasons, r) {
+				l.reasons = append(l.reasons, r)
+			}
+			return false, describe(c, ngs)
+		}
+		if settled != nil {
+			bad = settled(c, ngs)
+		}
+		return true, ""
+	}); err != nil {
+		l.t.Fatal(err)
+	}
+	if bad != "" {
+		l.t.Fatalf("%s ended (%s) before the controllers had done it: %s", what, describe(c, ngs), bad)
+	}
+	l.t.Logf("%s: %s in %s; status_reason on the way: %q", what, describe(c, ngs), time.Since(begin).Round(time.Millisecond), l.reasons)
+	return c, ngs
+}
+
+// live lists the cluster's objects of a kind, with selector (may be "").
+func (l *lifecycle) live(gvr schema.GroupVersionResource, selector string) []unstructured.Unstructured {
+	l.t.Helper()
+	sel := clusterv1.ClusterNameLabel + "=" + l.name
+	if selector != "" {
+		sel += "," + selector
+	}
+	list, err := l.dyn.Resource(gvr).Namespace(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// cluster is the live Cluster API Cluster (nil once gone).
+func (l *lifecycle) cluster() *clusterv1.Cluster {
+	l.t.Helper()
+	u, err := l.dyn.Resource(gvrCluster).Namespace(l.ns).Get(l.ctx, l.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cl := &clusterv1.Cluster{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cl); err != nil {
+		l.t.Fatal(err)
+	}
+	return cl
+}
+
+// available is why the live Cluster is not Available ("" when it is).
+func (l *lifecycle) available() string {
+	cl := l.cluster()
+	if cl == nil {
+		return "no Cluster"
+	}
+	c := apimeta.FindStatusCondition(cl.Status.Conditions, clusterv1.AvailableCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return fmt.Sprintf("Cluster not Available: %+v", c)
+	}
+	return ""
+}
+
+// deployment is the live MachineDeployment of a nodegroup (nil when none).
+func (l *lifecycle) deployment(ng string) *clusterv1.MachineDeployment {
+	l.t.Helper()
+	items := l.live(gvrMD, clusterv1.ClusterTopologyMachineDeploymentNameLabel+"="+ng)
+	if len(items) == 0 {
+		return nil
+	}
+	md := &clusterv1.MachineDeployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(items[0].Object, md); err != nil {
+		l.t.Fatal(err)
+	}
+	return md
+}
+
+func i32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// unsettled is why a nodegroup's MachineDeployment does not run want
+// replicas, every one ready, available and up to date ("" when it does).
+func (l *lifecycle) unsettled(ng string, want int32) string {
+	md := l.deployment(ng)
+	if md == nil {
+		return "no MachineDeployment for " + ng
+	}
+	if i32(md.Spec.Replicas) == want && i32(md.Status.Replicas) == want && i32(md.Status.ReadyReplicas) == want &&
+		i32(md.Status.AvailableReplicas) == want && i32(md.Status.UpToDateReplicas) == want {
+		return ""
+	}
+	return fmt.Sprintf("MachineDeployment %s: spec %d, status %d, ready %d, available %d, up to date %d (want %d)", md.Name,
+		i32(md.Spec.Replicas), i32(md.Status.Replicas), i32(md.Status.ReadyReplicas), i32(md.Status.AvailableReplicas),
+		i32(md.Status.UpToDateReplicas), want)
+}
+
+// machines are a nodegroup's live Machines ("" for the control plane's).
+func (l *lifecycle) machines(ng string) []clusterv1.Machine {
+	l.t.Helper()
+	sel := clusterv1.MachineControlPlaneLabel
+	if ng != "" {
+		sel = clusterv1.ClusterTopologyMachineDeploymentNameLabel + "=" + ng
+	}
+	var out []clusterv1.Machine
+	for _, u := range l.live(gvrMachine, sel) {
+		m := clusterv1.Machine{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &m); err != nil {
+			l.t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func machineNames(ms []clusterv1.Machine) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// checkRows fails the test unless the cluster's row is in status without
+// a status_reason, and
+// each nodegroup named in counts is in ngStatus (any, for "") with that
+// node_count.
+func checkRows(t *testing.T, what string, c *objects.Cluster, ngs []*objects.NodeGroup, status, ngStatus string, counts map[string]int64) {
+	t.Helper()
+	if c == nil || c.Status != status {
+		t.Fatalf("%s: %s, want the cluster %s", what, describe(c, ngs), status)
+	}
+	// Settled, nothing is waited for: no status_reason.
+	if r := objects.Deref(c.StatusReason); r != "" {
+		t.Errorf("%s: status_reason %q", what, r)
+	}
+	if len(ngs) != len(counts) {
+		t.Errorf("%s: %d nodegroups, want %d: %s", what, len(ngs), len(counts), describe(c, ngs))
+	}
+	for name, n := range counts {
+		ng := ngNamed(ngs, name)
+		if ng == nil || (ngStatus != "" && ng.Status != ngStatus) || ng.NodeCount != n {
+			t.Errorf("%s: nodegroup %s, want %s with node_count %d: %s", what, name, ngStatus, n, describe(c, ngs))
+		}
+	}
+}
+
+// TestClusterLifecycleCastsThroughCAPIControllers is issues 7 and 22: a
+// whole Magnum lifecycle driven as magnum-api drives it, casts (and the
+// upgrade's call) over RabbitMQ to the conductor's handlers, with the
+// Cluster API driver on the real controllers (the in-memory variant of the
+// newest released class, through [capi_driver] class_dir), and the
+// conductor's own periodic sync_cluster_status moving the rows: create (1
+// master, 1 worker), cluster_update to 2 workers, cluster_resize back to 1
+// naming the node to remove, a nodegroup created and deleted, an upgrade to
+// the next Kubernetes minor, delete. Each step is judged on the rows and on
+// what the controllers report; after the delete nothing the driver created
+// is left.
+func TestClusterLifecycleCastsThroughCAPIControllers(t *testing.T) {
+	if server == nil {
+		t.Skip("end-to-end test: needs the test kube-apiserver and the Cluster API controllers (not started with -short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(server.Controllers().Logs(200))
+		}
+	})
 	const (
 		project = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 		user    = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 		token   = "e2e-user-token-5ecret"
 	)
 
-	// Keystone, the database, certificates, the driver.
+	// Keystone (the user's token, and the service user that revokes the
+	// credential at the end of the delete, from the periodic sync), the
+	// database, certificates.
 	ks := keystonetest.New()
 	t.Cleanup(ks.Close)
 	ks.AddUserToken(user, token)
-	issuer, err := keystone.New(keystone.Options{AuthURL: ks.AuthURL(), Timeout: 5 * time.Second}, log)
+	ks.SetService("svc-id", "magnum", "Default", "s3cret")
+	issuer, err := keystone.New(keystone.Options{AuthURL: ks.AuthURL(), Timeout: 5 * time.Second,
+		Service: keystone.ServiceCredentials{AuthURL: ks.AuthURL(), Username: "magnum", Password: "s3cret",
+			UserDomainName: "Default", ProjectName: "service", ProjectDomainName: "Default"}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,29 +529,52 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(server.Config)
+
+	// The driver, on the real controllers: the in-memory variant of the
+	// newest released class in its class_dir, kinds resolved through
+	// discovery.
+	cfg := rest.CopyConfig(server.Config)
+	cfg.Timeout = 30 * time.Second
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released, err := apitest.ReleasedClasses(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classDir := t.TempDir()
+	bundle, err := apitest.WriteInMemoryClassDir(classDir, capi.LatestClassVersion, released[capi.LatestClassVersion])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := server.RESTMapper()
 	if err != nil {
 		t.Fatal(err)
 	}
 	nsPrefix := "e2e" + randHex(3)
-	drv, err := capi.New(capi.Options{NamespacePrefix: nsPrefix}, capi.Deps{Dynamic: dyn, Core: capi.NewCore(dyn),
-		Certs: wiring.CertSource{Certs: certs}, Credentials: issuer}, log)
+	drv, err := capi.New(capi.Options{NamespacePrefix: nsPrefix, ClassDir: classDir, CreateTimeout: 10 * time.Minute},
+		capi.Deps{Dynamic: dyn, Core: capi.NewCore(dyn), Certs: wiring.CertSource{Certs: certs}, Credentials: issuer, Mapper: mapper}, log)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := drv.Start(ctx); err != nil { // informers live until the test ends
 		t.Fatal(err)
 	}
 	registry, err := drivers.NewRegistry(nil, drv)
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	// As the conductor starts its drivers' background work (informers).
+	waitDrivers := drivers.StartRunners(runCtx, registry.Drivers(), 10*time.Second, log)
 
-	// The conductor: handlers and indirection behind the real RPC server.
+	// The conductor: handlers and indirection behind the real RPC server,
+	// and sync_cluster_status in the periodic runner, as service wires
+	// them (a 1 s spacing instead of Magnum's 10 s, to keep the test short).
 	rec := &recorder{}
 	events := conductor.NewNotifications(rec, store, "openstack", log)
+	timeouts := statusmachine.Timeouts{Create: 10 * time.Minute, Update: 10 * time.Minute, Delete: 10 * time.Minute,
+		Resume: time.Minute + time.Second, ResumeAttempts: 1}
 	handlers, err := conductor.New(conductor.Deps{Store: store, Certs: certs, Drivers: registry, Notifications: events,
-		Log: log, DriverTimeout: time.Minute})
+		Log: log, DriverTimeout: time.Minute, Timeouts: timeouts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +586,34 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := rpc(t, disp, log)
+	sharder, err := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, periodic.RealClock{}, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncJob, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: timeouts, Spacing: time.Second, Settled: true},
+		periodic.Deps{Store: store, Drivers: registry, Notifier: events, Certs: certs, Sharder: sharder, Log: log, Resumer: handlers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: -1}, log, nil)
+	runner.Add(syncJob, true)
+	runnerDone := make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		runner.Run(runCtx)
+	}()
+	t.Cleanup(func() {
+		stopRun()
+		<-runnerDone
+		waitDrivers()
+	})
+
+	// A namespace with nothing of Magnum's in it, for what every namespace
+	// holds.
+	empty, err := server.NewNamespace(ctx, "e2e-empty")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// magnum-api has stored the template; it casts cluster_create.
 	admin := request.With(ctx, request.Admin())
@@ -314,10 +626,13 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	uuid := newUUID()
-	userCtx := request.With(ctx, &request.Context{UserID: user, ProjectID: project, UserName: "e2e-user", ProjectName: "e2e-project",
-		AuthToken: token, AuthURL: ks.AuthURL() + "/v3", Roles: []string{"member", "reader"}, RequestID: request.NewRequestID()})
+	userCtx := func() context.Context {
+		return request.With(ctx, &request.Context{UserID: user, ProjectID: project, UserName: "e2e-user", ProjectName: "e2e-project",
+			AuthToken: token, AuthURL: ks.AuthURL() + "/v3", Roles: []string{"member", "reader"}, RequestID: request.NewRequestID()})
+	}
+	l := &lifecycle{t: t, ctx: ctx, admin: admin, store: store, dyn: dyn, uuid: uuid}
 	createTimeout := 60
-	if err := api.ClusterCreateAsync(userCtx, clusterPrimitive(uuid, "E2E Cluster", project, user, *tmpl.UUID), 1, 2, &createTimeout); err != nil {
+	if err := api.ClusterCreateAsync(userCtx(), clusterPrimitive(uuid, "E2E Cluster", project, user, *tmpl.UUID), 1, 1, &createTimeout); err != nil {
 		t.Fatal(err)
 	}
 
@@ -325,26 +640,21 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	// the CAPI Cluster; stack_id is <namespace>/<name> once the driver ran.
 	var cluster *objects.Cluster
 	eventually(t, "CAPI Cluster written", 60*time.Second, func() (bool, string) {
-		c, err := store.GetClusterByUUID(admin, uuid)
-		if err != nil {
-			return false, err.Error()
+		c, ngs := l.rows()
+		if c == nil {
+			return false, "no cluster row"
 		}
 		cluster = c
 		if objects.Deref(c.StackID) == "" || len(ks.Creds()) == 0 {
-			return false, c.Status + " " + objects.Deref(c.StatusReason)
+			return false, describe(c, ngs)
 		}
 		return true, ""
 	})
-	if cluster.Status != objects.CreateInProgress {
-		t.Fatalf("after the cast: %s %q", cluster.Status, objects.Deref(cluster.StatusReason))
-	}
 	ns, name, ok := strings.Cut(objects.Deref(cluster.StackID), "/")
 	if !ok || ns != nsPrefix+"-"+project {
 		t.Fatalf("stack_id %q", objects.Deref(cluster.StackID))
 	}
-	if _, err := dyn.Resource(gvrCluster).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-		t.Fatalf("CAPI Cluster %s/%s: %v", ns, name, err)
-	}
+	l.ns, l.name = ns, name
 	// The project namespace carries the project label.
 	nsObj, err := dyn.Resource(gvrNamespace).Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
@@ -353,7 +663,7 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 	if nsObj.GetLabels()[capi.LabelProjectID] != project {
 		t.Errorf("namespace %s labels %v", ns, nsObj.GetLabels())
 	}
-	// The credential is the user's, restricted, and CAPO's Secret holds it;
+	// The credential is the user's, restricted, and its Secret holds it;
 	// the CA Secrets carry Magnum's CAs with their decrypted keys.
 	creds := ks.Creds()
 	if len(creds) != 1 || creds[0].UserID != user || creds[0].Unrestricted || !strings.HasPrefix(creds[0].Name, "magnum-"+uuid) {
@@ -399,124 +709,168 @@ func TestClusterCreateCastReachesCreateCompleteThroughCAPI(t *testing.T) {
 		}
 	}
 
-	// Play Cluster API: control plane, workers, endpoint, then Available.
-	owned := func(objName string, extra map[string]string) map[string]any {
-		l := map[string]any{"cluster.x-k8s.io/cluster-name": name, capi.LabelClusterUUID: uuid}
-		for k, v := range extra {
-			l[k] = v
+	// CREATE_COMPLETE comes from the periodic sync, once the controllers
+	// made the Cluster Available with its machines running.
+	c, ngs := l.operation("create", objects.CreateInProgress, 4*time.Minute, func(*objects.Cluster, []*objects.NodeGroup) string {
+		if why := l.available(); why != "" {
+			return why
 		}
-		return map[string]any{"name": objName, "namespace": ns, "labels": l}
-	}
-	create := func(gvr schema.GroupVersionResource, obj map[string]any) {
-		t.Helper()
-		if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s: %v", gvr.Resource, err)
+		if cp := l.machines(""); len(cp) != 1 {
+			return fmt.Sprintf("control plane Machines %v, want 1", machineNames(cp))
 		}
-	}
-	setStatus := func(gvr schema.GroupVersionResource, objName string, status func(gen int64) map[string]any) {
-		t.Helper()
-		for i := 0; ; i++ {
-			u, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, objName, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			u.Object["status"] = status(u.GetGeneration())
-			if _, err = dyn.Resource(gvr).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err == nil {
-				return
-			}
-			if !apierrors.IsConflict(err) || i > 5 {
-				t.Fatalf("status of %s %s: %v", gvr.Resource, objName, err)
-			}
-		}
-	}
-	settled := []any{condition("Available", metav1.ConditionTrue, "Available"), condition("RollingOut", metav1.ConditionFalse, "NotRollingOut"),
-		condition("ScalingUp", metav1.ConditionFalse, "NotScalingUp"), condition("ScalingDown", metav1.ConditionFalse, "NotScalingDown")}
-	infraRef := func(kind, n string) map[string]any {
-		return map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": kind, "name": n}
-	}
-	create(gvrKCP, map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
-		"metadata": owned(name+"-cp", nil),
-		"spec": map[string]any{"replicas": 1, "version": "v1.33.4",
-			"machineTemplate": map[string]any{"spec": map[string]any{"infrastructureRef": infraRef("OpenStackMachineTemplate", "cp")}}}})
-	setStatus(gvrKCP, name+"-cp", func(gen int64) map[string]any {
-		return map[string]any{"observedGeneration": gen, "replicas": 1, "readyReplicas": 1, "availableReplicas": 1,
-			"upToDateReplicas": 1, "version": "v1.33.4", "conditions": settled}
+		return l.unsettled("default-worker", 1)
 	})
-	mdLabel := map[string]string{"topology.cluster.x-k8s.io/deployment-name": "default-worker"}
-	create(gvrMD, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
-		"metadata": owned(name+"-default-worker", mdLabel),
-		"spec": map[string]any{"clusterName": name, "replicas": 2,
-			"selector": map[string]any{"matchLabels": mdLabel},
-			"template": map[string]any{"spec": map[string]any{"clusterName": name,
-				"bootstrap": map[string]any{"dataSecretName": "bootstrap"}, "infrastructureRef": infraRef("OpenStackMachineTemplate", "w")}}}})
-	setStatus(gvrMD, name+"-default-worker", func(gen int64) map[string]any {
-		return map[string]any{"observedGeneration": gen, "replicas": 2, "upToDateReplicas": 2, "availableReplicas": 2,
-			"readyReplicas": 2, "conditions": settled}
-	})
-	patch := `{"spec":{"controlPlaneEndpoint":{"host":"203.0.113.7","port":6443}}}`
-	if _, err := dyn.Resource(gvrCluster).Namespace(ns).Patch(ctx, name, "application/merge-patch+json", []byte(patch),
-		metav1.PatchOptions{FieldManager: "capi-controller"}); err != nil {
-		t.Fatal(err)
+	checkRows(t, "create", c, ngs, objects.CreateComplete, objects.CreateComplete, map[string]int64{"default-master": 1, "default-worker": 1})
+	if len(l.reasons) == 0 {
+		t.Error("create: no status_reason said what the create waited for")
 	}
-	setStatus(gvrCluster, name, func(gen int64) map[string]any {
-		return map[string]any{"observedGeneration": gen, "conditions": []any{
-			condition("InfrastructureReady", metav1.ConditionTrue, "Ready"),
-			condition("ControlPlaneInitialized", metav1.ConditionTrue, "Initialized"),
-			condition("ControlPlaneAvailable", metav1.ConditionTrue, "Available"),
-			condition("WorkersAvailable", metav1.ConditionTrue, "Available"),
-			condition("Available", metav1.ConditionTrue, "Available"),
-			condition("RollingOut", metav1.ConditionFalse, "NotRollingOut"),
-			condition("ScalingUp", metav1.ConditionFalse, "NotScalingUp"),
-			condition("ScalingDown", metav1.ConditionFalse, "NotScalingDown"),
-			condition("TopologyReconciled", metav1.ConditionTrue, "ReconcileSucceeded"),
-		}, "controlPlane": map[string]any{"versions": []any{map[string]any{"version": "v1.33.4", "replicas": 1}}}}
-	})
+	if objects.Deref(c.APIAddress) == "" || objects.Deref(c.CoeVersion) != "v1.33.4" {
+		t.Errorf("api_address %q, coe_version %q after the create", objects.Deref(c.APIAddress), objects.Deref(c.CoeVersion))
+	}
+	if got, want := rec.all(), []string{"INFO magnum.cluster.create pending CREATE_IN_PROGRESS",
+		"INFO magnum.cluster.create success CREATE_COMPLETE"}; !slices.Equal(got, want) {
+		t.Errorf("notifications after the create: %q, want %q", got, want)
+	}
 
-	// sync_cluster_status, one step at a time, until the row completes.
-	sharder, err := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, periodic.RealClock{}, log, nil)
+	// PATCH node_count: cluster_update of the default worker to 2.
+	reason, err := json.Marshal(c.HealthStatusReason)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{}, periodic.Deps{Store: store, Drivers: registry,
-		Notifier: events, Certs: certs, Sharder: sharder, Log: log})
-	if err != nil {
+	health := c.HealthStatus
+	if err := api.ClusterUpdateAsync(userCtx(), primitive(t, c), 2, &health, reason, false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "CREATE_COMPLETE", 60*time.Second, func() (bool, string) {
-		if err := sync.RunOnce(ctx); err != nil {
-			return false, "RunOnce: " + err.Error()
-		}
-		c, err := store.GetClusterByUUID(admin, uuid)
-		if err != nil {
-			return false, err.Error()
-		}
-		cluster = c
-		return c.Status == objects.CreateComplete, c.Status + " " + objects.Deref(c.StatusReason)
+	c, ngs = l.operation("cluster_update to 2 workers", objects.UpdateInProgress, 2*time.Minute, func(*objects.Cluster, []*objects.NodeGroup) string {
+		return l.unsettled("default-worker", 2)
 	})
-	if got := objects.Deref(cluster.APIAddress); got != "https://203.0.113.7:6443" {
-		t.Errorf("api_address = %q", got)
+	checkRows(t, "cluster_update", c, ngs, objects.UpdateComplete, objects.CreateComplete, map[string]int64{"default-master": 1, "default-worker": 2})
+
+	// cluster_resize back to 1, naming the node to remove.
+	before := l.machines("default-worker")
+	if len(before) != 2 || before[1].Status.NodeRef.Name == "" {
+		t.Fatalf("worker Machines %v, want 2 with nodes", machineNames(before))
 	}
-	if objects.Deref(cluster.CoeVersion) != "v1.33.4" {
-		t.Errorf("coe_version = %q", objects.Deref(cluster.CoeVersion))
-	}
-	ngs, err := store.ListNodeGroups(admin, uuid, db.ListOpts{}, db.NodeGroupFilters{})
-	if err != nil {
+	victim := before[1].Status.NodeRef.Name
+	if err := api.ClusterResizeAsync(userCtx(), primitive(t, c), 1, []string{victim}, primitive(t, ngNamed(ngs, "default-worker"))); err != nil {
 		t.Fatal(err)
+	}
+	c, ngs = l.operation("cluster_resize to 1 worker", objects.UpdateInProgress, 2*time.Minute, func(*objects.Cluster, []*objects.NodeGroup) string {
+		return l.unsettled("default-worker", 1)
+	})
+	checkRows(t, "cluster_resize", c, ngs, objects.UpdateComplete, "", map[string]int64{"default-master": 1, "default-worker": 1})
+	if w := ngNamed(ngs, "default-worker"); w == nil || w.Status != objects.UpdateComplete {
+		t.Errorf("worker after the resize: %s", describe(c, ngs))
+	}
+	if after := machineNames(l.machines("default-worker")); !slices.Equal(after, []string{before[0].Name}) {
+		t.Errorf("worker Machines after removing node %s (Machine %s): %v, want [%s]", victim, before[1].Name, after, before[0].Name)
+	}
+
+	// nodegroup_create: a second worker nodegroup of 1 node.
+	extra := &objects.NodeGroup{UUID: newUUID(), Name: "extra", ClusterID: uuid, ProjectID: project, Role: objects.RoleWorker,
+		NodeCount: 1, MinNodeCount: 1, Labels: map[string]string{}, ImageID: tmpl.ImageID, FlavorID: objects.Str("m1.small")}
+	if err := api.NodeGroupCreateAsync(userCtx(), primitive(t, c), primitive(t, extra)); err != nil {
+		t.Fatal(err)
+	}
+	c, ngs = l.operation("nodegroup_create", objects.UpdateInProgress, 2*time.Minute, func(*objects.Cluster, []*objects.NodeGroup) string {
+		return l.unsettled("extra", 1)
+	})
+	checkRows(t, "nodegroup_create", c, ngs, objects.UpdateComplete, "", map[string]int64{"default-master": 1, "default-worker": 1, "extra": 1})
+	if ng := ngNamed(ngs, "extra"); ng == nil || ng.Status != objects.CreateComplete || ng.NodeCount != 1 {
+		t.Fatalf("nodegroup_create: %s, want extra CREATE_COMPLETE with node_count 1", describe(c, ngs))
+	}
+
+	// nodegroup_delete: the row goes once the controllers removed its
+	// MachineDeployment and Machines.
+	if err := api.NodeGroupDeleteAsync(userCtx(), primitive(t, c), primitive(t, ngNamed(ngs, "extra"))); err != nil {
+		t.Fatal(err)
+	}
+	c, ngs = l.operation("nodegroup_delete", objects.UpdateInProgress, 2*time.Minute, func(*objects.Cluster, []*objects.NodeGroup) string {
+		if md, ms := l.deployment("extra"), l.machines("extra"); md != nil || len(ms) > 0 {
+			return fmt.Sprintf("MachineDeployment %v and Machines %v of the deleted nodegroup still there", md != nil, machineNames(ms))
+		}
+		return ""
+	})
+	checkRows(t, "nodegroup_delete", c, ngs, objects.UpdateComplete, "", map[string]int64{"default-master": 1, "default-worker": 1})
+
+	// cluster_upgrade (a call, as magnum-api makes it) to a template of the
+	// next minor, through the default master nodegroup: every nodegroup
+	// completes only once all its Machines run the new version.
+	next := &objects.ClusterTemplate{UUID: objects.Str(newUUID()), Name: objects.Str("capi-e2e-next"), ProjectID: objects.Str(project),
+		UserID: objects.Str(user), ImageID: tmpl.ImageID, FlavorID: tmpl.FlavorID, MasterFlavorID: tmpl.MasterFlavorID,
+		ExternalNetworkID: tmpl.ExternalNetworkID, DNSNameserver: tmpl.DNSNameserver, Coe: "kubernetes", ServerType: tmpl.ServerType,
+		ClusterDistro: tmpl.ClusterDistro, Driver: tmpl.Driver, Labels: map[string]string{"kube_tag": "v1.34.1"}}
+	if err := store.CreateClusterTemplate(admin, next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ClusterUpgradeAsync(userCtx(), primitive(t, c), primitive(t, next), 1, primitive(t, ngNamed(ngs, "default-master"))); err != nil {
+		t.Fatalf("cluster_upgrade: %v", err)
+	}
+	c, ngs = l.operation("cluster_upgrade to v1.34.1", objects.UpdateInProgress, 4*time.Minute, func(*objects.Cluster, []*objects.NodeGroup) string {
+		for _, m := range append(l.machines(""), l.machines("default-worker")...) {
+			if m.Spec.Version != "v1.34.1" {
+				return fmt.Sprintf("Machine %s runs %s", m.Name, m.Spec.Version)
+			}
+		}
+		return l.unsettled("default-worker", 1)
+	})
+	checkRows(t, "cluster_upgrade", c, ngs, objects.UpdateComplete, objects.UpdateComplete, map[string]int64{"default-master": 1, "default-worker": 1})
+	if objects.Deref(c.ClusterTemplateID) != *next.UUID || objects.Deref(c.CoeVersion) != "v1.34.1" {
+		t.Errorf("after the upgrade: cluster_template_id %s, coe_version %q", objects.Deref(c.ClusterTemplateID), objects.Deref(c.CoeVersion))
 	}
 	for _, ng := range ngs {
-		if ng.Status != objects.CreateComplete {
-			t.Errorf("nodegroup %s: %s", ng.Name, ng.Status)
+		if objects.Deref(ng.Version) != "v1.34.1" {
+			t.Errorf("nodegroup %s version %q after the upgrade", ng.Name, objects.Deref(ng.Version))
 		}
 	}
-	evs := rec.all()
-	want := []string{"INFO magnum.cluster.create pending CREATE_IN_PROGRESS", "INFO magnum.cluster.create success CREATE_COMPLETE"}
-	for _, w := range want {
-		found := false
-		for _, e := range evs {
-			found = found || e == w
+
+	// cluster_delete: the rows go once the Cluster is gone, and with them
+	// the credential and everything else the driver created.
+	if err := api.ClusterDeleteAsync(userCtx(), uuid); err != nil {
+		t.Fatal(err)
+	}
+	c, ngs = l.operation("cluster_delete", objects.DeleteInProgress, 4*time.Minute, func(c *objects.Cluster, _ []*objects.NodeGroup) string {
+		if c != nil && c.Status != objects.DeleteComplete {
+			return "" // failed: reported below
 		}
-		if !found {
-			t.Errorf("notification %q not emitted; got %q", w, evs)
+		if l.cluster() != nil {
+			return "the Cluster is still there"
 		}
+		return ""
+	})
+	if c != nil && c.Status != objects.DeleteComplete {
+		t.Fatalf("cluster_delete: %s", describe(c, ngs))
+	}
+	eventually(t, "the cluster's rows removed", time.Minute, func() (bool, string) {
+		c, ngs := l.rows()
+		return c == nil, describe(c, ngs)
+	})
+	if ngs, err := store.ListNodeGroups(admin, uuid, db.ListOpts{}, db.NodeGroupFilters{}); err != nil || len(ngs) != 0 {
+		t.Errorf("nodegroup rows after the delete: %d (%v)", len(ngs), err)
+	}
+	if creds := ks.Creds(); len(creds) != 0 {
+		t.Errorf("Keystone credentials left after the delete: %+v", creds)
+	}
+	left, err := server.Leftovers(ctx, ns, empty, bundle, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("left in namespace %s after the delete: %v", ns, left)
+	}
+	// Each operation's CADF events, as Magnum sends them: a pending one
+	// from the handler with the status before the operation (nodegroup
+	// operations send none), the outcome from the periodic sync.
+	want := []string{
+		"INFO magnum.cluster.create pending CREATE_IN_PROGRESS", "INFO magnum.cluster.create success CREATE_COMPLETE",
+		"INFO magnum.cluster.update pending CREATE_COMPLETE", "INFO magnum.cluster.update success UPDATE_COMPLETE", // cluster_update
+		"INFO magnum.cluster.update pending UPDATE_COMPLETE", "INFO magnum.cluster.update success UPDATE_COMPLETE", // cluster_resize
+		"INFO magnum.cluster.update success UPDATE_COMPLETE",                                                       // nodegroup_create
+		"INFO magnum.cluster.update success UPDATE_COMPLETE",                                                       // nodegroup_delete
+		"INFO magnum.cluster.update pending UPDATE_COMPLETE", "INFO magnum.cluster.update success UPDATE_COMPLETE", // cluster_upgrade
+		"INFO magnum.cluster.delete pending UPDATE_COMPLETE", "INFO magnum.cluster.delete success DELETE_COMPLETE",
+	}
+	if got := rec.all(); !slices.Equal(got, want) {
+		t.Errorf("notifications: %q, want %q", got, want)
 	}
 }

@@ -18,14 +18,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -38,6 +36,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/internal/osredact"
+	"github.com/openstack/magnum-conductor/internal/tlschain"
 )
 
 // Options configure the Issuer.
@@ -96,13 +95,9 @@ func New(opts Options, log *slog.Logger) (*Issuer, error) {
 	if opts.CAFile != "" || opts.Insecure {
 		tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.Insecure} //nolint:gosec // operator's choice ([keystone_auth]insecure)
 		if opts.CAFile != "" {
-			pem, err := os.ReadFile(opts.CAFile)
+			pool, err := tlschain.LoadCAFile(opts.CAFile)
 			if err != nil {
-				return nil, fmt.Errorf("keystone: CA file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("keystone: no certificate in CA file %s", opts.CAFile)
+				return nil, fmt.Errorf("keystone: %w", err)
 			}
 			tlsConf.RootCAs = pool
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone/keystonetest"
+	"github.com/openstack/magnum-conductor/test/testpki"
 )
 
 const (
@@ -407,5 +410,40 @@ func TestRevokeOfACredentialIssuedByAnotherMember(t *testing.T) {
 				t.Fatalf("%d credential(s) of the member not deleted", len(left))
 			}
 		})
+	}
+}
+
+// TestCAFileIsTheTLSRoots: Options.CAFile is what the issuer trusts
+// towards an HTTPS Keystone; another CA fails the handshake, and a missing
+// or empty file fails New with an error naming the path.
+func TestCAFileIsTheTLSRoots(t *testing.T) {
+	ca, other := testpki.New(t), testpki.New(t)
+	ks := keystonetest.NewTLS(ca.Server(t, "127.0.0.1").TLS(t))
+	t.Cleanup(ks.Close)
+	ks.AddUserToken(ownerID, ownerToken)
+	ctx := userCtx(ownerID, ownerToken, "")
+	issue := func(caFile string) error {
+		iss, err := New(Options{AuthURL: ks.AuthURL(), Timeout: 2 * time.Second, CAFile: caFile}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = iss.Issue(ctx, testCluster())
+		return err
+	}
+	if err := issue(ca.File); err != nil {
+		t.Fatalf("with the server's CA: %v", err)
+	}
+	// The issuer's errors name the transport error by its type (osredact).
+	if err := issue(other.File); err == nil || !strings.Contains(err.Error(), "tls.CertificateVerificationError") {
+		t.Fatalf("with another CA: %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(t.TempDir(), "missing.pem"), empty} {
+		if _, err := New(Options{AuthURL: ks.AuthURL(), CAFile: f}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("CA file %s: %v", f, err)
+		}
 	}
 }

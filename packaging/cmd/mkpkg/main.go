@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string) error {
 	maintainer := fl.String("maintainer", os.Getenv("DEB_MAINTAINER"),
 		"the Debian packages' Maintainer, \"Name <email>\" (default: $DEB_MAINTAINER, else the commit's committer)")
 	fl.Usage = func() {
-		fmt.Fprintln(fl.Output(), "usage: mkpkg [flags] version|deb|image|all")
+		_, _ = fmt.Fprintln(fl.Output(), "usage: mkpkg [flags] version|deb|image|all") // as flag's own usage output, unchecked
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {

@@ -94,7 +94,7 @@ func Base(ctx context.Context, opts Options) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("debroot: %w", err)
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }() // releases the flock; nothing was written
 	if err := flock(ctx, lock); err != nil {
 		return "", err
 	}
@@ -102,12 +102,12 @@ func Base(ctx context.Context, opts Options) (string, error) {
 		return path, nil
 	}
 	start := time.Now()
-	fmt.Fprintf(opts.Log, "debroot: building %s from %s (debootstrap %s, then magnum-conductor's dependencies)\n",
-		path, opts.Mirror, Suite)
+	_, _ = fmt.Fprintf(opts.Log, "debroot: building %s from %s (debootstrap %s, then magnum-conductor's dependencies)\n",
+		path, opts.Mirror, Suite) // progress for the reader: a failed write does not stop the build
 	if err := build(ctx, opts, path); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(opts.Log, "debroot: built %s in %s\n", path, time.Since(start).Round(time.Second))
+	_, _ = fmt.Fprintf(opts.Log, "debroot: built %s in %s\n", path, time.Since(start).Round(time.Second)) // progress, as above
 	return path, nil
 }
 
@@ -141,7 +141,7 @@ func build(ctx context.Context, opts Options, out string) error {
 	if err != nil {
 		return fmt.Errorf("debroot: %w", err)
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }() // the build log, read back by fail; removed with dir
 	fail := func(step string, err error) error {
 		tail, _ := os.ReadFile(logPath)
 		if len(tail) > 4000 {
@@ -185,15 +185,23 @@ for p in ` + conductorPackages + `; do
 done
 `
 	out1, err := r.Run(ctx, script)
-	logf.WriteString(out1)
+	_, logErr := logf.WriteString(out1)
 	if err != nil {
-		return fail("installing magnum-conductor's dependencies", err)
+		// The install's failure first: a log that could not be written
+		// must not hide it.
+		if logErr != nil {
+			logErr = fmt.Errorf("debroot: writing the log: %w", logErr)
+		}
+		return errors.Join(fail("installing magnum-conductor's dependencies", err), logErr)
+	}
+	if logErr != nil {
+		return fmt.Errorf("debroot: %w", logErr)
 	}
 	tmp := out + ".tmp"
 	cmd = exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", root, "-czf", tmp, ".")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Run(); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: tar's error is the one to report
 		return fail("tar", err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
@@ -271,7 +279,7 @@ func Unpack(ctx context.Context, tarball, parent string) (*Root, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", dir, "-xzf", tarball).CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: the unpacking's error is the one to report
 		return nil, fmt.Errorf("debroot: unpacking %s: %w\n%s", tarball, err, out)
 	}
 	return &Root{Dir: dir}, nil
@@ -362,7 +370,7 @@ func (r *Root) Close() error {
 			break
 		}
 		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL) // gone already is as good; the loop looks again
 		}
 		time.Sleep(100 * time.Millisecond) // waiting for the kernel to reap them, not for a test condition
 	}

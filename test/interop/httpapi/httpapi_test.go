@@ -15,6 +15,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -32,6 +33,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/db/dbtest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/harness"
 	"github.com/openstack/magnum-conductor/test/harness/pyrelease"
 )
@@ -190,20 +192,18 @@ func (a *api) record(name, method, path string, body any) response {
 // scenario stops.
 func (a *api) wait(name, path string, pick func(response) string, want string) {
 	a.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var got string
+	if err := testkit.Await(ctx, 500*time.Millisecond, fmt.Sprintf("%s: GET %s saying %s", name, path, want), func() (bool, string) {
 		r := a.do(http.MethodGet, path, nil)
-		got := pick(r)
-		if got == want {
-			a.steps = append(a.steps, step{Name: name, Body: got})
-			a.t.Logf("%s: %s", name, got)
-			return
-		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("%s: GET %s still says %s after a minute, want %s: %s", name, path, got, want, r.raw)
-		}
-		time.Sleep(500 * time.Millisecond)
+		got = pick(r)
+		return got == want, fmt.Sprintf("%s: %s", got, r.raw)
+	}); err != nil {
+		a.t.Fatal(err)
 	}
+	a.steps = append(a.steps, step{Name: name, Body: got})
+	a.t.Logf("%s: %s", name, got)
 }
 
 func status(r response) string {

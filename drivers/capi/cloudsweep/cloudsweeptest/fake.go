@@ -1,6 +1,7 @@
 // Package cloudsweeptest is a small OpenStack (Keystone application
 // credentials, Octavia, Neutron floating IPs, Cinder v3 volumes and
-// types, Manila share types, Nova server groups and flavors) served by
+// types, Manila share types, Nova server groups and flavors, Glance
+// images) served by
 // httptest, for the tests of package cloudsweep and of the driver's
 // deletes. It keeps load balancers, floating IPs and volumes in memory and
 // records every request, and answers as the real services do where the
@@ -55,6 +56,13 @@ type Flavor struct {
 	ExtraSpecs       map[string]string
 }
 
+// Image is a Glance image; Properties are its extra properties
+// (os_distro, kube_version).
+type Image struct {
+	ID, Name   string
+	Properties map[string]string
+}
+
 // Cloud is the fake. Its fields are guarded by its mutex: use the methods.
 type Cloud struct {
 	URL string
@@ -65,6 +73,7 @@ type Cloud struct {
 	vols     map[string]*Volume
 	sgs      map[string]*ServerGroup
 	flavors  map[string]*Flavor
+	images   map[string]*Image
 	nextID   int
 	requests []string
 	// Volume and share types (names; the default's name, "" for none);
@@ -110,7 +119,7 @@ func typesReply(w http.ResponseWriter, plural, singular string, names []string, 
 // New starts a fake cloud, stopped when t ends.
 func New(t testing.TB) *Cloud {
 	c := &Cloud{lbs: map[string]*LoadBalancer{}, fips: map[string]*FloatingIP{}, vols: map[string]*Volume{},
-		sgs: map[string]*ServerGroup{}, flavors: map[string]*Flavor{}}
+		sgs: map[string]*ServerGroup{}, flavors: map[string]*Flavor{}, images: map[string]*Image{}}
 	srv := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
@@ -176,6 +185,13 @@ func (c *Cloud) AddFlavor(f Flavor) {
 	c.flavors[f.ID] = &f
 }
 
+// AddImage adds img.
+func (c *Cloud) AddImage(img Image) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.images[img.ID] = &img
+}
+
 // Left lists the ids of what is still there, sorted.
 func (c *Cloud) Left() (lbs, fips, vols []string) {
 	c.mu.Lock()
@@ -216,12 +232,16 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 		c.auth(w, r)
 		return
 	}
-	if r.Header.Get("X-Auth-Token") != token && r.URL.Path != "/lb/" && r.URL.Path != "/net/" {
+	if r.Header.Get("X-Auth-Token") != token && r.URL.Path != "/lb/" && r.URL.Path != "/net/" && r.URL.Path != "/image/" {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized"})
 		return
 	}
 	path := r.URL.Path
 	switch {
+	case path == "/image/" && r.Method == http.MethodGet:
+		// Glance's version discovery.
+		writeJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{
+			{"id": "v2.16", "status": "CURRENT", "links": []map[string]any{{"rel": "self", "href": "http://" + r.Host + "/image/v2/"}}}}})
 	case (path == "/lb/" || path == "/net/") && r.Method == http.MethodGet:
 		// Version discovery: Octavia's and Neutron's catalog endpoints are
 		// unversioned.
@@ -294,6 +314,8 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 			delete(c.vols, id)
 			w.WriteHeader(http.StatusAccepted)
 		}
+	case strings.HasPrefix(path, "/image/v2/images"):
+		c.serveImages(w, r, strings.TrimPrefix(path, "/image/v2/images"))
 	case strings.HasPrefix(path, "/compute/v2.1/"):
 		c.serveCompute(w, r, strings.TrimPrefix(path, "/compute/v2.1"))
 	case (path == "/vol/v3/"+ProjectID+"/types" || path == "/vol/v3/"+ProjectID+"/types/default") && r.Method == http.MethodGet:
@@ -369,6 +391,45 @@ func (c *Cloud) serveCompute(w http.ResponseWriter, r *http.Request, path string
 			"ram": f.RAM, "disk": f.Disk, "OS-FLV-EXT-DATA:ephemeral": f.Ephemeral}})
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " /compute/v2.1" + path})
+	}
+}
+
+// imageJSON is an image as Glance v2 shows it: extra properties at the
+// top level.
+func imageJSON(img *Image) map[string]any {
+	out := map[string]any{"id": img.ID, "name": img.Name, "status": "active", "visibility": "public",
+		"container_format": "bare", "disk_format": "qcow2", "tags": []string{}}
+	for k, v := range img.Properties {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Cloud) serveImages(w http.ResponseWriter, r *http.Request, path string) {
+	switch {
+	case path == "" && r.Method == http.MethodGet:
+		name := r.URL.Query().Get("name")
+		out := []map[string]any{}
+		ids := make([]string, 0, len(c.images))
+		for id := range c.images {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if img := c.images[id]; name == "" || img.Name == name {
+				out = append(out, imageJSON(img))
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"images": out})
+	case strings.HasPrefix(path, "/") && r.Method == http.MethodGet:
+		img := c.images[strings.TrimPrefix(path, "/")]
+		if img == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "No image found"})
+			return
+		}
+		writeJSON(w, http.StatusOK, imageJSON(img))
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no route " + r.Method + " /image/v2/images" + path})
 	}
 }
 
@@ -451,6 +512,7 @@ func (c *Cloud) auth(w http.ResponseWriter, r *http.Request) {
 		endpoint("network", base+"/net"),
 		endpoint("block-storage", base+"/vol/v3/"+ProjectID),
 		endpoint("compute", base+"/compute/v2.1"),
+		endpoint("image", base+"/image/"),
 	}
 	if c.manila {
 		catalog = append(catalog, endpoint("shared-file-system", base+"/share/v2/"+ProjectID))

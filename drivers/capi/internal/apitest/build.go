@@ -49,7 +49,7 @@ func moduleKey(ctx context.Context, dir string, targets []target) (string, error
 	h := sha256.New()
 	h.Write(goenv)
 	for _, t := range targets {
-		fmt.Fprintf(h, "target %s %s %s\n", t.name, t.pkg, t.ldflags)
+		_, _ = fmt.Fprintf(h, "target %s %s %s\n", t.name, t.pkg, t.ldflags) // a hash's Write never fails
 	}
 	var files []string
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -71,7 +71,7 @@ func moduleKey(ctx context.Context, dir string, targets []target) (string, error
 			return "", err
 		}
 		rel, _ := filepath.Rel(dir, f)
-		fmt.Fprintf(h, "file %s %d\n", rel, len(data))
+		_, _ = fmt.Fprintf(h, "file %s %d\n", rel, len(data)) // a hash's Write never fails
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil
@@ -139,7 +139,7 @@ func buildModule(ctx context.Context, logf Logger, dir, prefix string, targets [
 		var output bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &output, &output
 		if err := cmd.Run(); err != nil {
-			os.Remove(tmp)
+			_ = os.Remove(tmp) // best effort: the build's error is the one to report
 			return "", fmt.Errorf("apitest: go build %s in %s: %w\n%s", t.pkg, src, err, output.String())
 		}
 		if err := os.Rename(tmp, bin); err != nil {

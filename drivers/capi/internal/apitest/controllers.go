@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -154,7 +153,7 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 	for _, m := range managers {
 		files, err := filepath.Glob(filepath.Join(modDirs[m.module], m.crds, "*.yaml"))
 		if err != nil || len(files) == 0 {
-			return nil, fmt.Errorf("apitest: no CRDs of %s under %s (%v)", m.name, m.crds, err)
+			return nil, fmt.Errorf("apitest: no CRDs of %s under %s (%v)", m.name, m.crds, err) //nolint:errorlint // err may be nil (no files): text for the reader
 		}
 		crdFiles = append(crdFiles, files...)
 	}
@@ -185,10 +184,12 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 
 	// The garbage collector: Cluster API's owner references cascade, and
 	// a deleted namespace is emptied, as on a real management cluster.
-	kcmPort, err := freePort()
+	minPort, lock, err := lockPortBlock()
 	if err != nil {
 		return nil, err
 	}
+	c.ports = lock
+	kcmPort := ownPort(minPort, 0)
 	kcm, err := c.spawn.startProc(binControllerManager, filepath.Join(kcmDir, binControllerManager),
 		filepath.Join(c.dir, binControllerManager+".log"), []string{
 			"--kubeconfig=" + s.kubeconfig, "--controllers=garbagecollector,namespace", "--leader-elect=false",
@@ -203,19 +204,12 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // its own self-signed loopback certificate
 	checks := map[*proc]func(context.Context) error{kcm: httpOK(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort))}
 
-	minPort, lock, err := lockPortBlock()
-	if err != nil {
-		return nil, err
-	}
-	c.ports = lock
 	webhookPorts := map[string]int{}
 	plain := &http.Client{Timeout: 2 * time.Second}
-	for _, m := range managers {
+	for mi, m := range managers {
 		ports := make([]int, 3) // webhook, health, diagnostics (or the in-memory provider's debug server)
 		for i := range ports {
-			if ports[i], err = freePort(); err != nil {
-				return nil, err
-			}
+			ports[i] = ownPort(minPort, 1+3*mi+i)
 		}
 		webhookPorts[m.name] = ports[0]
 		args := []string{
@@ -224,7 +218,7 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 		}
 		if m.pkg == "./inmemory" {
 			args = append(args, "--debug-port="+strconv.Itoa(ports[2]),
-				"--workload-min-port="+strconv.Itoa(minPort), "--workload-max-port="+strconv.Itoa(minPort+portBlock-1))
+				"--workload-min-port="+strconv.Itoa(minPort), "--workload-max-port="+strconv.Itoa(minPort+portBlock-ownPorts-1))
 		} else {
 			args = append(args, "--leader-elect=false",
 				"--diagnostics-address="+fmt.Sprintf("127.0.0.1:%d", ports[2]), "--insecure-diagnostics")
@@ -287,7 +281,7 @@ func (c *Controllers) registerWebhooks(ctx context.Context, m manager, manifest 
 		obj.SetName(m.name + "-" + obj.GetName()) // upstream's names are the same in every provider
 		hooks, _, err := unstructured.NestedSlice(obj.Object, "webhooks")
 		if err != nil || len(hooks) == 0 {
-			return fmt.Errorf("apitest: %s: %s has no webhooks (%v)", manifest, obj.GetName(), err)
+			return fmt.Errorf("apitest: %s: %s has no webhooks (%v)", manifest, obj.GetName(), err) //nolint:errorlint // err may be nil (no webhooks): text for the reader
 		}
 		for i, h := range hooks {
 			hook, _ := h.(map[string]any)
@@ -338,10 +332,10 @@ func (c *Controllers) waitWebhooks(ctx context.Context) error {
 		if mutated && validated {
 			return nil
 		}
-		last = fmt.Errorf("defaulted: %v (%v), validated: %v (%v)", mutated, err, validated, err2)
+		last = fmt.Errorf("defaulted: %v (%v), validated: %v (%v)", mutated, err, validated, err2) //nolint:errorlint // either may be nil: text for the reader
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("apitest: the API server does not call the webhooks: %w (%v)", ctx.Err(), last)
+			return fmt.Errorf("apitest: the API server does not call the webhooks: %w (%v)", ctx.Err(), last) //nolint:errorlint // only the context's error is the cause callers test; the last error is there for the reader
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -365,10 +359,10 @@ func (c *Controllers) stop() {
 	c.procs = nil
 	c.spawn.close()
 	if c.ports != nil {
-		c.ports.Close() // releases the port block
+		_ = c.ports.Close() // releases the port block (its flock); closing a lock file loses nothing
 	}
 	if c.dir != "" {
-		os.RemoveAll(c.dir)
+		_ = os.RemoveAll(c.dir) // best effort: scratch files of stopped controllers
 	}
 }
 
@@ -403,14 +397,18 @@ func httpOK(client *http.Client, url string) func(context.Context) error {
 	}
 }
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// ownPort is the i-th port of the managers' own listeners (webhooks,
+// health, diagnostics; the garbage collector's): the top ownPorts of the
+// run's locked block. A port picked free by a listen on :0 and closed
+// again lies in the kernel's ephemeral range, where an outgoing connection
+// of another test can take it before the manager binds it ("address
+// already in use", seen in CI with two test binaries starting controllers
+// at once); the locked block is below that range and no other run's.
+func ownPort(minPort, i int) int {
+	if i >= ownPorts {
+		panic(fmt.Sprintf("apitest: own port %d of %d", i, ownPorts))
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return minPort + portBlock - ownPorts + i
 }
 
 // The in-memory provider gives each workload cluster the next port of its
@@ -422,6 +420,9 @@ const (
 	portBlock     = 200
 	portRangeLow  = 20000
 	portRangeHigh = 32000 // below net.ipv4.ip_local_port_range's 32768
+	// ownPorts of each block are the managers' own (ownPort); the
+	// in-memory provider's workload clusters get the rest.
+	ownPorts = 16
 )
 
 func lockPortBlock() (int, *os.File, error) {
@@ -436,7 +437,7 @@ func lockPortBlock() (int, *os.File, error) {
 			return 0, nil, err
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			f.Close()
+			_ = f.Close() // another process holds this block: try the next
 			continue
 		}
 		return portRangeLow + i*portBlock, f, nil

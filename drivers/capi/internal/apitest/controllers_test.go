@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // The server with the controllers is started by the first test that needs
@@ -88,24 +89,17 @@ var (
 )
 
 // waitFor polls cond every 200 ms until it holds, fails the test when ctx
-// ends first (with cond's last answer).
+// ends first (with cond's last answer) or when cond returns an error.
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string, error)) {
 	t.Helper()
-	var last string
-	for {
+	if err := testkit.Await(ctx, 200*time.Millisecond, what, func() (bool, string) {
 		ok, state, err := cond()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if ok {
-			return
-		}
-		last = state
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within the deadline; last seen: %s", what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return ok, state
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

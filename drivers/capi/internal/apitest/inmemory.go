@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -329,4 +330,56 @@ func (s *Server) NamespaceObjects(ctx context.Context, ns string) ([]string, err
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// WriteInMemoryClassDir writes the in-memory variant (InMemoryClass) of a
+// released bundle into dir as <version>.yaml: the [capi_driver] class_dir
+// of a driver on the real controllers, whose bundle of that version it
+// replaces. It returns the variant, for what the driver applies.
+func WriteInMemoryClassDir(dir, version string, bundle []byte) ([]byte, error) {
+	variant, err := InMemoryClass(bundle)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, version+".yaml"), variant, 0o600); err != nil {
+		return nil, err
+	}
+	return variant, nil
+}
+
+// RESTMapper maps kinds to resources through the server's discovery (the
+// driver's Deps.Mapper on the real controllers, whose kinds it must find).
+func (s *Server) RESTMapper() (meta.RESTMapper, error) {
+	_, mapper, err := s.clients()
+	return mapper, err
+}
+
+// Leftovers waits up to within for namespace ns to hold nothing but what
+// every namespace holds (the objects of namespace empty) and the objects
+// of bundle (a class bundle the driver applied to ns, shared by the
+// project's clusters), and returns what else is left ("Kind name"), once
+// within has passed; nil when nothing is. What Cluster API owned goes
+// through the garbage collector, a little after the Cluster.
+func (s *Server) Leftovers(ctx context.Context, ns, empty string, bundle []byte, within time.Duration) ([]string, error) {
+	allowed, err := s.NamespaceObjects(ctx, empty)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := decodeObjects(bundle)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		allowed = append(allowed, o.GetKind()+" "+o.GetName())
+	}
+	for deadline := time.Now().Add(within); ; time.Sleep(time.Second) {
+		objs, err := s.NamespaceObjects(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		left := slices.DeleteFunc(objs, func(o string) bool { return slices.Contains(allowed, o) })
+		if len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return left, nil
+		}
+	}
 }

@@ -126,7 +126,7 @@ func (p *proc) waitReady(ctx context.Context, check func(context.Context) error)
 		case <-p.exited:
 			return fmt.Errorf("apitest: %s exited (%s) before it was ready; its log ends with:\n%s", p.name, p.cmd.ProcessState, p.tail(4000))
 		case <-ctx.Done():
-			return fmt.Errorf("apitest: %s not ready: %w (last check: %v); its log ends with:\n%s", p.name, ctx.Err(), last, p.tail(4000))
+			return fmt.Errorf("apitest: %s not ready: %w (last check: %v); its log ends with:\n%s", p.name, ctx.Err(), last, p.tail(4000)) //nolint:errorlint // only the context's error is the cause callers test; the last error is there for the reader
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -11,6 +11,7 @@ package keystonetest
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -58,6 +59,16 @@ type failure struct {
 func New() *Server {
 	s := &Server{tokens: map[string]string{}, admins: map[string]bool{}, creds: map[string]*AppCred{}, stop: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// NewTLS starts a server over HTTPS with cert (issued for 127.0.0.1), for
+// the tests of a client's CA file.
+func NewTLS(cert tls.Certificate) *Server {
+	s := &Server{tokens: map[string]string{}, admins: map[string]bool{}, creds: map[string]*AppCred{}, stop: make(chan struct{})}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	s.Server.StartTLS()
 	return s
 }
 

@@ -1,6 +1,8 @@
-// Package wiring adapts the conductor's certificate manager to the Cluster
-// API driver's small interface (capi.CertSource), so that drivers/capi
-// does not depend on it.
+// Package wiring adapts the conductor's parts to the small interfaces of
+// the bundled drivers: the certificate manager (which reads the database)
+// to the Cluster API driver's capi.CertSource, so that drivers/capi depends
+// on neither. cmd/magnum-conductor uses it, and so does the Cluster API
+// driver's end-to-end test, which runs the driver with the real manager.
 package wiring
 
 import (
