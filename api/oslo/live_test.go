@@ -53,7 +53,7 @@ func newEnv(t *testing.T) *testEnv {
 			_ = ch.ExchangeDelete(e.topic+"_fanout", false, false)
 			_ = ch.Close()
 		}
-		_ = e.raw.Close()
+		closeConn(e.raw) // bounded: a cleanup must not wait for ever on a broker's close-ok
 	})
 	return e
 }
