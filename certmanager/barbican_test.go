@@ -1,7 +1,6 @@
 package certmanager_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -10,7 +9,6 @@ import (
 	"encoding/pem"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,31 +16,15 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/certmanager/store/barbicantest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestBarbicanBackendThroughManager runs a cluster's whole certificate life
 // against the fake Keystone + Barbican: create (4 containers, 12 secrets),
 // sign, client credentials, rotate, delete old, delete all.
 func TestBarbicanBackendThroughManager(t *testing.T) {
 	f := barbicantest.New(t)
-	logs := &lockedBuffer{}
+	logs := &testkit.SyncBuffer{}
 	m, err := certmanager.New(certmanager.Options{CertManagerType: "barbican", Barbican: f.Options(), KeyPoolSize: -1, RSAKeySize: 1024},
 		nil, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/certmanager/pkcs8"
 	"github.com/openstack/magnum-conductor/certmanager/store"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 var shortIDPattern = regexp.MustCompile(`^[a-z2-7]{12}$`)
@@ -418,7 +419,7 @@ func TestClientCredentialsWithoutCacheDir(t *testing.T) {
 }
 
 func TestNewSelectsBackendByType(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	for typ, want := range map[string]string{"": "barbican", "barbican": "barbican", "local": "local"} {
 		m, err := New(Options{CertManagerType: typ, StoragePath: t.TempDir()}, nil, newLogger(logs))
 		if err != nil || m.Backend().Type() != want {
@@ -435,7 +436,7 @@ func TestNewSelectsBackendByType(t *testing.T) {
 
 func TestLocalBackendEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	m, err := New(Options{CertManagerType: "local", StoragePath: dir, KeyPoolSize: -1}, nil, newLogger(&syncBuffer{}))
+	m, err := New(Options{CertManagerType: "local", StoragePath: dir, KeyPoolSize: -1}, nil, newLogger(&testkit.SyncBuffer{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package certmanager
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -18,6 +17,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/certmanager/pki"
 	"github.com/openstack/magnum-conductor/certmanager/store"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // memBackend is an in-memory store.Backend that records calls and can fail.
@@ -94,32 +94,14 @@ func (b *memBackend) all() map[string]store.Cert {
 	return out
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-func newLogger(buf *syncBuffer) *slog.Logger {
+func newLogger(buf *testkit.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func newTestManager(t testing.TB, opts Options) (*Manager, *memBackend, *syncBuffer) {
+func newTestManager(t testing.TB, opts Options) (*Manager, *memBackend, *testkit.SyncBuffer) {
 	t.Helper()
 	b := newMemBackend()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	if opts.KeyPoolSize == 0 {
 		opts.KeyPoolSize = -1
 	}

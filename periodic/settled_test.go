@@ -1,16 +1,15 @@
 package periodic_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/periodic"
 )
 
@@ -122,7 +121,7 @@ func TestSettledClusterOfAnUnregisteredDriverIsQuiet(t *testing.T) {
 		ClusterDistro: objects.Str("fedora-coreos"), Coe: "kubernetes"}
 	e.addCluster(1, objects.CreateComplete, "", nil, "heat")
 	e.addCluster(2, objects.CreateComplete, "", nil, "st")
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	deps := e.deps
 	deps.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	sync, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Settled: true}, deps)
@@ -138,22 +137,4 @@ func TestSettledClusterOfAnUnregisteredDriverIsQuiet(t *testing.T) {
 	if s := logs.String(); strings.Contains(s, "level=WARN") || strings.Contains(s, "level=ERROR") {
 		t.Errorf("a settled cluster without a registered driver was logged as a failure:\n%s", s)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the sync's concurrent loggers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

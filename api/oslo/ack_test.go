@@ -11,6 +11,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // acks records acknowledgements like a channel: each tag once, or an
@@ -162,7 +164,7 @@ func TestLiveInterleavedConsumersLoseNothing(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	s := e.startServerLogged(Target{Topic: e.topic}, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	c := e.client()
 	targets := []Target{{Topic: e.topic}, {Topic: e.topic, Server: s.Target().Server}, {Topic: e.topic, Fanout: true}}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // scanIDs runs an idScanner over body in chunks of random sizes.
@@ -311,14 +312,14 @@ func TestLiveOversizedCallGetsAFailureReply(t *testing.T) {
 
 // logWaiter is a log output a test can wait on.
 type logWaiter struct {
-	lockedBuffer
+	testkit.SyncBuffer
 	wrote chan struct{}
 }
 
 func newLogWaiter() *logWaiter { return &logWaiter{wrote: make(chan struct{}, 1)} }
 
 func (w *logWaiter) Write(p []byte) (int, error) {
-	n, err := w.lockedBuffer.Write(p)
+	n, err := w.SyncBuffer.Write(p)
 	select {
 	case w.wrote <- struct{}{}:
 	default:

@@ -317,7 +317,7 @@ func checkTracebackHasNoSourcePaths(t *testing.T, what string, err error) {
 // instead of MagnumException); other errors are left alone.
 func TestLiveTranslatedErrorReachesTheCaller(t *testing.T) {
 	e := newEnv(t)
-	logs := &lockedBuffer{}
+	logs := &testkit.SyncBuffer{}
 	s, err := NewServer(e.opts, ServerOptions{GracePeriod: 5 * time.Second, TranslateError: func(err error) error {
 		if err.Error() == "disk on fire" {
 			return exception.DBConnectionError("db: list clusters: connection refused", err)

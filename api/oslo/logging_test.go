@@ -1,41 +1,24 @@
 package oslo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestLiveRequestLogLinesCarryRequestIDsAndNoSecrets checks that every log
 // line about a request names request_id and global_request_id, and that
 // the token and password of the context never reach the log.
 func TestLiveRequestLogLinesCarryRequestIDsAndNoSecrets(t *testing.T) {
 	e := newEnv(t)
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, err := NewServer(e.opts, ServerOptions{}, Target{Topic: e.topic}, liveDispatcher(t, newRecorder(), nil), log)
 	if err != nil {
@@ -118,7 +101,7 @@ func TestLiveHugeContextValuesAreBoundedInLogs(t *testing.T) {
 // null _msg_id is a cast, as in oslo.
 func TestLiveCallWithANonStringMsgIDIsRejectedAndLogged(t *testing.T) {
 	e := newEnv(t)
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	rec := newRecorder()
 	e.startServerLogged(Target{Topic: e.topic}, liveDispatcher(t, rec, nil), log)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // panickyResult panics when the reply is encoded: outside the method,
@@ -27,7 +29,7 @@ func TestLivePanicOutsideTheMethodKeepsServing(t *testing.T) {
 	if err := d.Handle("ping_conductor", Method(func(context.Context, NoArgs) (any, error) { return true, nil })); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	e.startServerLogged(Target{Topic: e.topic}, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	c := e.client()
 	tgt := Target{Topic: e.topic}

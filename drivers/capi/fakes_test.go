@@ -1,7 +1,6 @@
 package capi
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"github.com/openstack/magnum-conductor/drivers"
 	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep/cloudsweeptest"
 	"github.com/openstack/magnum-conductor/drivers/statusmachine"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
 // Test doubles for what is not Kubernetes (the cluster CAs, Keystone
@@ -25,23 +25,12 @@ type fakeCerts struct{}
 
 // logRecorder keeps what a test's driver logs (slog's text format), safe
 // for the driver's goroutines.
-type logRecorder struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logRecorder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logRecorder struct{ testkit.SyncBuffer }
 
 // lines are the lines logged so far that contain every one of subs.
 func (l *logRecorder) lines(subs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	for line := range strings.Lines(l.buf.String()) {
+	for line := range strings.Lines(l.String()) {
 		if !slices.ContainsFunc(subs, func(s string) bool { return !strings.Contains(line, s) }) {
 			out = append(out, strings.TrimSuffix(line, "\n"))
 		}

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -137,24 +136,8 @@ type Process struct {
 	ExitErr error
 }
 
-// SyncBuffer is a bytes.Buffer safe for one writer (a process, a logger
-// running in the background) and concurrent readers.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// SyncBuffer is testkit's, under the name the end-to-end tests know.
+type SyncBuffer = testkit.SyncBuffer
 
 // Start runs the conductor with confPath and waits until it answers
 // ping_conductor (through magnumctl). The process is stopped at cleanup.

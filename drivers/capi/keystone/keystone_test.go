@@ -1,7 +1,6 @@
 package keystone
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/openstack/magnum-conductor/api/request"
 	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone/keystonetest"
+	"github.com/openstack/magnum-conductor/internal/testkit"
 	"github.com/openstack/magnum-conductor/test/testpki"
 )
 
@@ -33,27 +32,10 @@ const (
 	serviceDomain = "Default"
 )
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 type fixture struct {
 	ks   *keystonetest.Server
 	iss  *Issuer
-	logs *syncBuffer
+	logs *testkit.SyncBuffer
 }
 
 func newFixture(t *testing.T, mutate func(*Options)) *fixture {
@@ -72,7 +54,7 @@ func newFixture(t *testing.T, mutate func(*Options)) *fixture {
 	if mutate != nil {
 		mutate(&opts)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	iss, err := New(opts, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
