@@ -267,8 +267,7 @@ func releaseNamespace(objs []Object, ns string, labels map[string]string) Object
 // Render renders the add-ons of cl: the cloud-config Secret, the CNI its
 // network_driver label names, the cloud controller manager, the CSI
 // plugins (Manila's with the NFS node plugin it needs) and metrics-server
-// as their labels enable them, then the
-// operator's own add-ons.
+// as their labels enable them, then the operator's own add-ons.
 func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddOn, error) {
 	l := cl.Labels
 	reg := s.registry(l)
@@ -303,8 +302,9 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 	}
 	if enabled(l, "manila_csi_enabled", false) {
 		// The Manila node plugin mounts no NFS share itself: it forwards
-		// the mount to the NFS node plugin's socket, which must be there
-		// first.
+		// the mount to the NFS node plugin's socket. Without that plugin
+		// no share can be mounted, so it comes with Manila (same kind and
+		// label), delivered before it.
 		plan = append(plan,
 			planned{kind: "manila-csi", name: NFSCSI, ns: "kube-system", values: nfsValues(), tag: l.String("nfs_csi_plugin_tag")},
 			planned{kind: "manila-csi", name: ManilaCSI, ns: "kube-system", values: map[string]any{}, tag: l.String("manila_csi_plugin_tag")})
