@@ -16,6 +16,7 @@ func addOnLabelSpecs() LabelSchema {
 		{Name: "cinder_csi_plugin_tag", Type: LabelString, Help: "cinder-csi-plugin image tag"},
 		{Name: "manila_csi_enabled", Type: LabelBool, Default: "false"},
 		{Name: "manila_csi_plugin_tag", Type: LabelString, Help: "manila-csi-plugin image tag"},
+		{Name: "nfs_csi_plugin_tag", Type: LabelString, Help: "nfsplugin image tag of csi-driver-nfs, the NFS node plugin delivered with Manila CSI"},
 		{Name: "metrics_server_enabled", Type: LabelBool, Default: "true"},
 		{Name: "metrics_server_tag", Type: LabelString, Help: "metrics-server image tag"},
 		{Name: "container_infra_prefix", Type: LabelString, Help: "registry (and path) every add-on image is pulled from"},

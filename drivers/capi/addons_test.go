@@ -182,4 +182,11 @@ func TestAddOnOptionsValidate(t *testing.T) {
 	if err := (AddOnOptions{}).validate(); err != nil {
 		t.Errorf("disabled: %v", err)
 	}
+	// csi-driver-nfs, delivered with manila-csi, is an add-on name of
+	// the per-add-on options (addon_chart_versions = csi-driver-nfs:4.12.1).
+	o = AddOnOptions{Enabled: true, CacheDir: "/cache", Settings: addons.Settings{Builtin: []string{"manila-csi"},
+		Versions: map[string]string{addons.NFSCSI: "4.12.1"}, Repos: map[string]string{addons.NFSCSI: "oci://mirror.example/charts"}}}
+	if err := o.validate(); err != nil {
+		t.Errorf("csi-driver-nfs options: %v", err)
+	}
 }

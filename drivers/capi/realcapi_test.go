@@ -396,7 +396,7 @@ func renderCases() []renderCase {
 		{name: "add-on labels", labels: map[string]string{"calico_tag": "v3.30.3", "cilium_tag": "v1.18.2",
 			"cilium_ipv4pool": "10.101.0.0/16", "cloud_provider_tag": "v1.34.1", "octavia_lb_algorithm": "LEAST_CONNECTIONS",
 			"octavia_lb_healthcheck": "false", "cinder_csi_enabled": "false", "cinder_csi_plugin_tag": "v1.34.1",
-			"manila_csi_enabled": "true", "manila_csi_plugin_tag": "v1.34.1", "metrics_server_enabled": "false",
+			"manila_csi_enabled": "true", "manila_csi_plugin_tag": "v1.34.1", "nfs_csi_plugin_tag": "v4.11.0", "metrics_server_enabled": "false",
 			"metrics_server_tag": "v0.8.0", "container_infra_prefix": "mirror.example/magnum"},
 			// container_infra_prefix is kubeadm's image repository too.
 			options: map[field]any{{"KubeadmControlPlane", "spec.kubeadmConfigSpec.clusterConfiguration.imageRepository"}: "mirror.example/magnum"}},

@@ -15,11 +15,14 @@ const (
 	CloudProvider = "openstack-cloud-controller-manager"
 	CinderCSI     = "cinder-csi"
 	ManilaCSI     = "manila-csi"
+	// NFSCSI is the NFS node plugin the Manila CSI plugin forwards NFS
+	// mounts to: delivered with it (kind manila-csi), before it.
+	NFSCSI        = "csi-driver-nfs"
 	MetricsServer = "metrics-server"
 )
 
 // Names lists the built-in add-ons, in the order they are applied.
-var Names = []string{Calico, Cilium, CloudProvider, CinderCSI, ManilaCSI, MetricsServer}
+var Names = []string{Calico, Cilium, CloudProvider, CinderCSI, NFSCSI, ManilaCSI, MetricsServer}
 
 // DefaultRepos are the upstream Helm repositories of the built-in add-ons.
 var DefaultRepos = map[string]string{
@@ -28,6 +31,8 @@ var DefaultRepos = map[string]string{
 	CloudProvider: "https://kubernetes.github.io/cloud-provider-openstack",
 	CinderCSI:     "https://kubernetes.github.io/cloud-provider-openstack",
 	ManilaCSI:     "https://kubernetes.github.io/cloud-provider-openstack",
+	// The one Helm repository upstream publishes the chart in.
+	NFSCSI:        "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts",
 	MetricsServer: "https://kubernetes-sigs.github.io/metrics-server",
 }
 
@@ -38,6 +43,7 @@ var DefaultCharts = map[string]string{
 	CloudProvider: "openstack-cloud-controller-manager",
 	CinderCSI:     "openstack-cinder-csi",
 	ManilaCSI:     "openstack-manila-csi",
+	NFSCSI:        "csi-driver-nfs",
 	MetricsServer: "metrics-server",
 }
 
@@ -52,11 +58,19 @@ var DefaultCharts = map[string]string{
 // values and renders the same Installation and operator Deployment; it adds
 // the Goldmane and Whisker custom resources (kept, as APIServer is), their
 // CRDs, and no Namespace either.
+//
+// csi-driver-nfs: the compatibility table of kubernetes-csi/csi-driver-nfs's
+// README gives its v4.11.0 (as v4.12 and v4.13) Kubernetes 1.21+, so one
+// version serves every row. Its chart is not rendered by a test: its Go
+// module is not served by the module proxy the tests take the other
+// charts from (go mod download answers 403), and no third-party chart is
+// copied into this repository; the tests render a stand-in with the real
+// chart's value names (addonstest.GeneratedNFSChart).
 var Versions = map[string]map[string]string{
-	"1.31": {Calico: "v3.29.5", Cilium: "1.17.8", CloudProvider: "2.31.3", CinderCSI: "2.31.3", ManilaCSI: "2.31.3", MetricsServer: "3.12.2"},
-	"1.32": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.32.0", CinderCSI: "2.32.0", ManilaCSI: "2.32.0", MetricsServer: "3.12.2"},
-	"1.33": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.33.1", CinderCSI: "2.33.1", ManilaCSI: "2.33.1", MetricsServer: "3.12.2"},
-	"1.34": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.34.0", CinderCSI: "2.34.0", ManilaCSI: "2.34.0", MetricsServer: "3.12.2"},
+	"1.31": {Calico: "v3.29.5", Cilium: "1.17.8", CloudProvider: "2.31.3", CinderCSI: "2.31.3", NFSCSI: "4.11.0", ManilaCSI: "2.31.3", MetricsServer: "3.12.2"},
+	"1.32": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.32.0", CinderCSI: "2.32.0", NFSCSI: "4.11.0", ManilaCSI: "2.32.0", MetricsServer: "3.12.2"},
+	"1.33": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.33.1", CinderCSI: "2.33.1", NFSCSI: "4.11.0", ManilaCSI: "2.33.1", MetricsServer: "3.12.2"},
+	"1.34": {Calico: "v3.30.3", Cilium: "1.18.2", CloudProvider: "2.34.0", CinderCSI: "2.34.0", NFSCSI: "4.11.0", ManilaCSI: "2.34.0", MetricsServer: "3.12.2"},
 }
 
 // versionFor is the table's chart version of addon for Kubernetes kube.
@@ -106,10 +120,10 @@ type Settings struct {
 	// ExtraDir holds an operator's own add-ons (see LoadExtra).
 	ExtraDir string
 	// Builtin lists the kinds of built-in add-ons delivered: "cni",
-	// "cloud-provider", "cinder-csi", "manila-csi", "metrics-server",
-	// "keystone-auth" (each still subject to its label); nil means all. A site that
-	// installs its CNI another way (an image, its own add-on) leaves it
-	// out.
+	// "cloud-provider", "cinder-csi", "manila-csi" (with csi-driver-nfs),
+	// "metrics-server", "keystone-auth" (each still subject to its label);
+	// nil means all. A site that installs its CNI another way (an image,
+	// its own add-on) leaves it out.
 	Builtin []string
 }
 
@@ -252,8 +266,8 @@ func releaseNamespace(objs []Object, ns string, labels map[string]string) Object
 
 // Render renders the add-ons of cl: the cloud-config Secret, the CNI its
 // network_driver label names, the cloud controller manager, the CSI
-// plugins and metrics-server as their labels enable them, then the
-// operator's own add-ons.
+// plugins (Manila's with the NFS node plugin it needs) and metrics-server
+// as their labels enable them, then the operator's own add-ons.
 func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddOn, error) {
 	l := cl.Labels
 	reg := s.registry(l)
@@ -287,7 +301,13 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 		plan = append(plan, planned{kind: "cinder-csi", name: CinderCSI, ns: "kube-system", values: cinderValues(cl), tag: l.String("cinder_csi_plugin_tag")})
 	}
 	if enabled(l, "manila_csi_enabled", false) {
-		plan = append(plan, planned{kind: "manila-csi", name: ManilaCSI, ns: "kube-system", values: map[string]any{}, tag: l.String("manila_csi_plugin_tag")})
+		// The Manila node plugin mounts no NFS share itself: it forwards
+		// the mount to the NFS node plugin's socket. Without that plugin
+		// no share can be mounted, so it comes with Manila (same kind and
+		// label), delivered before it.
+		plan = append(plan,
+			planned{kind: "manila-csi", name: NFSCSI, ns: "kube-system", values: nfsValues(), tag: l.String("nfs_csi_plugin_tag")},
+			planned{kind: "manila-csi", name: ManilaCSI, ns: "kube-system", values: map[string]any{}, tag: l.String("manila_csi_plugin_tag")})
 	}
 	if enabled(l, "metrics_server_enabled", true) {
 		plan = append(plan, planned{kind: "metrics-server", name: MetricsServer, ns: "kube-system", values: map[string]any{
@@ -309,6 +329,8 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 				setPath(p.values, p.tag, "csi", "plugin", "image", "tag")
 			case ManilaCSI:
 				setPath(p.values, p.tag, "csimanila", "image", "tag")
+			case NFSCSI:
+				setPath(p.values, p.tag, "image", "nfs", "tag")
 			default:
 				setPath(p.values, p.tag, "image", "tag")
 			}

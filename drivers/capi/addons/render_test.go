@@ -42,7 +42,9 @@ const (
 	tigeraOperatorVersion = "v1.34.13"
 )
 
-// realRepo serves the real upstream charts, from their Go modules.
+// realRepo serves the real upstream charts, from their Go modules, and
+// the generated stand-in of csi-driver-nfs at the table's version, whose
+// module the proxy does not serve (addonstest.GeneratedNFSChart).
 func realRepo(t *testing.T) (*addonstest.Repo, Settings) {
 	t.Helper()
 	r := addonstest.NewRepo(t)
@@ -50,6 +52,7 @@ func realRepo(t *testing.T) (*addonstest.Repo, Settings) {
 	r.AddDir(t, filepath.Join(cpo, "charts/openstack-cloud-controller-manager"))
 	r.AddDir(t, filepath.Join(cpo, "charts/cinder-csi-plugin"))
 	r.AddDir(t, filepath.Join(cpo, "charts/manila-csi-plugin"))
+	r.Add(t, addonstest.GeneratedNFSChart(versionFor(NFSCSI, "v1.34.1")), "")
 	r.AddDir(t, filepath.Join(addonstest.ModuleDir(t, ciliumModule), "install/kubernetes/cilium"))
 	r.AddDir(t, filepath.Join(addonstest.ModuleDir(t, metricsModule), "charts/metrics-server"))
 	calico := r.AddDir(t, filepath.Join(addonstest.ModuleDir(t, calicoModule), "charts/tigera-operator"))
@@ -140,7 +143,7 @@ func TestRenderRealUpstreamCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := names(set), []string{"cloud-config", Cilium, CloudProvider, CinderCSI, ManilaCSI, MetricsServer, KeystoneAuth}; !slices.Equal(got, want) {
+	if got, want := names(set), []string{"cloud-config", Cilium, CloudProvider, CinderCSI, NFSCSI, ManilaCSI, MetricsServer, KeystoneAuth}; !slices.Equal(got, want) {
 		t.Fatalf("add-ons %v, want %v", got, want)
 	}
 
@@ -227,8 +230,8 @@ func TestRenderRealUpstreamCharts(t *testing.T) {
 
 	// Every chart was downloaded once; rendering again, or with a new
 	// cache over the same folder, downloads nothing.
-	if n := repo.Archives.Load(); n != 5 {
-		t.Errorf("%d archive downloads, want 5", n)
+	if n := repo.Archives.Load(); n != 6 {
+		t.Errorf("%d archive downloads, want 6", n)
 	}
 	if _, err := Render(context.Background(), charts, s, cl); err != nil {
 		t.Fatal(err)
@@ -236,18 +239,20 @@ func TestRenderRealUpstreamCharts(t *testing.T) {
 	if _, err := Render(context.Background(), NewCharts(charts.dir, nil), s, cl); err != nil {
 		t.Fatal(err)
 	}
-	if n := repo.Archives.Load(); n != 5 {
-		t.Errorf("%d archive downloads after rendering again, want 5", n)
+	if n := repo.Archives.Load(); n != 6 {
+		t.Errorf("%d archive downloads after rendering again, want 6", n)
 	}
 }
 
 // TestRenderImagesFromContainerInfraPrefix: every image of the built-in
-// add-ons comes from the cluster's container_infra_prefix.
+// add-ons (Manila's and its NFS node plugin's too) comes from the
+// cluster's container_infra_prefix.
 func TestRenderImagesFromContainerInfraPrefix(t *testing.T) {
 	_, s := realRepo(t)
 	s.Versions = map[string]string{CloudProvider: "2.34.0", CinderCSI: "2.34.0", Cilium: "1.18.2"}
 	s.ImageRegistry = "site.example/ignored"
-	cl := testCluster(labels{"network_driver": "cilium", "metrics_server_enabled": "false", "container_infra_prefix": "mirror.example:5000/magnum/"})
+	cl := testCluster(labels{"network_driver": "cilium", "metrics_server_enabled": "false", "manila_csi_enabled": "true",
+		"container_infra_prefix": "mirror.example:5000/magnum/"})
 	set, err := Render(context.Background(), NewCharts(t.TempDir(), nil), s, cl)
 	if err != nil {
 		t.Fatal(err)

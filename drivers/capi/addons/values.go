@@ -112,6 +112,23 @@ func cinderValues(cl Cluster) map[string]any {
 	}
 }
 
+// nfsValues are the values of the csi-driver-nfs chart, whose node plugin
+// the Manila CSI plugin forwards NFS mounts to. kubeletDir puts its socket
+// where the Manila chart's default shareProtocols forward to
+// (/var/lib/kubelet/plugins/csi-nfsplugin/csi.sock). Manila's controller
+// provisions the shares and its StorageClasses (shareTypeClasses), so this
+// chart's controller, idle, runs once and makes no StorageClass; no
+// snapshot controller (nor its CRDs) either. These are the chart's v4.11.0
+// defaults, set so that another chart version cannot change them.
+func nfsValues() map[string]any {
+	return map[string]any{
+		"kubeletDir":          "/var/lib/kubelet",
+		"controller":          map[string]any{"replicas": 1},
+		"storageClass":        map[string]any{"create": false},
+		"externalSnapshotter": map[string]any{"enabled": false},
+	}
+}
+
 // setPath sets v at the path in m, making the tables on the way.
 func setPath(m map[string]any, v any, path ...string) {
 	for _, p := range path[:len(path)-1] {
