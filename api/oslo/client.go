@@ -400,7 +400,7 @@ func (c *Client) replyLoop() {
 	}
 }
 
-func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
+func (c *Client) consumeReplies(conn *brokerConn, ready func()) error {
 	defer closeConn(conn)
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	ch, err := conn.Channel()

@@ -58,7 +58,7 @@ type publisher struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	conn     *amqp.Connection
+	conn     *brokerConn
 	gen      int
 	idle     []*pubChannel
 	declared map[string]bool
@@ -123,7 +123,7 @@ func (p *publisher) getChannel(ctx context.Context, dials int) (*pubChannel, err
 }
 
 // reconnect replaces the connection of generation gen (if nobody did yet).
-func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*amqp.Connection, int, error) {
+func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*brokerConn, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
