@@ -16,6 +16,7 @@ import (
 var (
 	methodConnectionOpen  = [2]uint16{10, 40}
 	methodConnectionClose = [2]uint16{10, 50}
+	methodChannelClose    = [2]uint16{20, 40}
 )
 
 // freezeRelay is a TCP front for the real broker that relays both ways
@@ -321,5 +322,66 @@ func TestLiveDialBoundedWhenBrokerNeverOpens(t *testing.T) {
 				t.Error("the socket of the failed dial is still open")
 			}
 		})
+	}
+}
+
+// TestLiveClientCloseBoundedWhenBrokerNeverAnswers: Client.Close returns
+// within its bound though the broker, heartbeating, never answers the
+// closes of the reply consumer and the publisher, and the reply loop has
+// ended.
+func TestLiveClientCloseBoundedWhenBrokerNeverAnswers(t *testing.T) {
+	e := newEnv(t)
+	r := newFreezeRelay(t, methodConnectionClose, methodChannelClose)
+	c, err := NewClient(relayOpts(e, r), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cleanups = append(e.cleanups, c.ReplyQueue())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.startReplies(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cast(ctx, Target{Topic: e.topic}, "nothing", nil); err != nil {
+		t.Fatal(err)
+	}
+	took := returnsWithin(t, "Client.Close", func() { _ = c.Close() })
+	mustFreeze(t, r, 2) // the reply consumer's and the publisher's
+	t.Logf("Client.Close returned after %s", took.Round(time.Millisecond))
+	if !waitUntil(c.replyDone, time.Now().Add(5*time.Second)) {
+		t.Error("the reply loop has not ended")
+	}
+	for i, rc := range r.relayed() {
+		if !waitUntil(rc.clientGone, time.Now().Add(5*time.Second)) {
+			t.Errorf("the socket of connection %d is still open", i)
+		}
+	}
+}
+
+// TestLiveNotifierCloseBoundedWhenBrokerNeverAnswers: Notifier.Close
+// returns within its bound though the broker, heartbeating, never answers
+// the close of its connection (or of a pooled channel).
+func TestLiveNotifierCloseBoundedWhenBrokerNeverAnswers(t *testing.T) {
+	e := newEnv(t)
+	r := newFreezeRelay(t, methodConnectionClose, methodChannelClose)
+	opts := relayOpts(e, r)
+	topic := "closenotif_" + uuidHex()[:8]
+	opts.Notifications.Driver = []string{"messagingv2"}
+	opts.Notifications.Topics = []string{topic}
+	e.cleanups = append(e.cleanups, topic+".info")
+	n, err := NewNotifier(opts, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(userCtx(), 10*time.Second)
+	defer cancel()
+	if err := n.Notify(ctx, "INFO", "magnum.cluster.update", map[string]any{"outcome": "success"}); err != nil {
+		t.Fatal(err)
+	}
+	took := returnsWithin(t, "Notifier.Close", func() { _ = n.Close() })
+	mustFreeze(t, r, 1)
+	t.Logf("Notifier.Close returned after %s", took.Round(time.Millisecond))
+	if !waitUntil(r.relayed()[0].clientGone, time.Now().Add(5*time.Second)) {
+		t.Error("the socket is still open")
 	}
 }

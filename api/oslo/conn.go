@@ -361,6 +361,10 @@ func Reachable(ctx context.Context, opts Options) error {
 // amqp091-go's Close, which waits for close-ok without a deadline, would.
 const closeTimeout = 5 * time.Second
 
+// closeWait bounds a Close: closeConn's bound, and as long again as
+// cancelWait for the goroutines that held the connection to see it closed.
+const closeWait = closeTimeout + 2*cancelWait
+
 // closeConn closes conn within closeTimeout (and cancelWait for the
 // library to see it): it asks the broker to close, and closes the socket
 // if the broker has not answered by then. amqp091-go's CloseDeadline does
