@@ -400,8 +400,14 @@ func (c *Client) replyLoop() {
 	}
 }
 
-func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
-	defer closeConn(conn)
+func (c *Client) consumeReplies(conn *brokerConn, ready func()) error {
+	// Close ends this at once, whatever it waits for, by closing the
+	// connection: amqp091-go's channel calls (Channel, QueueDeclare,
+	// Consume, a channel's close) wait for the broker without a bound, and
+	// end when the connection is closed.
+	stop := context.AfterFunc(c.replyCtx, func() { closeConn(conn) })
+	defer stop()
+	defer closeConn(conn) // waits for the close above if it has begun
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	ch, err := conn.Channel()
 	if err != nil {
@@ -430,8 +436,7 @@ func (c *Client) consumeReplies(conn *amqp.Connection, ready func()) error {
 	for {
 		select {
 		case <-c.replyCtx.Done():
-			_ = ch.Close()
-			return nil
+			return nil // the connection is closing, and its channel with it
 		case e := <-closed:
 			return e
 		case d, ok := <-deliveries:
@@ -482,12 +487,22 @@ func (c *Client) deliverReply(body []byte) {
 	}
 }
 
-// Close stops the reply consumer and closes the connections.
+// Close stops the reply consumer and closes the connections, within
+// closeWait whatever the broker does (a close it does not answer, a dial
+// it lets hang): what has not ended by then (the publisher's reconnection
+// that holds its lock while it dials) ends on its own, within its bound.
 func (c *Client) Close() error {
 	c.replyCancel()
 	c.replyOnce.Do(func() { close(c.replyDone); close(c.replyReady) })
-	<-c.replyDone
-	c.pub.close()
+	late := time.Now().Add(closeWait)
+	pubClosed := make(chan struct{})
+	go func() { c.pub.close(); close(pubClosed) }()
+	if !waitUntil(c.replyDone, late) {
+		c.log.Error("the reply consumer did not let go of its connection in time; leaving it to end on its own", "reply_q", c.replyQ)
+	}
+	if !waitUntil(pubClosed, late) {
+		c.log.Error("the publisher connection did not close in time; leaving it to end on its own")
+	}
 	return nil
 }
 

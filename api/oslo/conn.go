@@ -136,9 +136,17 @@ func (d *dialer) nextHost() TransportHost {
 // dialTimeout bounds one dial: TCP connect, TLS and AMQP handshakes.
 const dialTimeout = 30 * time.Second
 
-// dialOnce tries the next broker once, within dialTimeout or ctx's
-// deadline if sooner.
-func (d *dialer) dialOnce(ctx context.Context) (*amqp.Connection, TransportHost, error) {
+// brokerConn is an AMQP connection and the TCP socket under it, which
+// closeConn closes when the broker does not answer the close in time.
+type brokerConn struct {
+	*amqp.Connection
+	sock      net.Conn
+	closeOnce sync.Once
+}
+
+// dialOnce tries the next broker once, within dialTimeout or until ctx
+// ends if sooner.
+func (d *dialer) dialOnce(ctx context.Context) (*brokerConn, TransportHost, error) {
 	h := d.nextHost()
 
 	user, pass := h.Username, h.Password
@@ -165,12 +173,54 @@ func (d *dialer) dialOnce(ctx context.Context) (*amqp.Connection, TransportHost,
 			"product":         "magnum-conductor",
 			"connection_name": fmt.Sprintf("%s:%d:%s:%s", filepath.Base(os.Args[0]), os.Getpid(), d.purpose, uuidDashed()),
 		},
-		// TLS is set up here, under the byte stream the AMQP library
-		// reads, so that the body limit sees frames, not ciphertext.
-		Dial: func(network, addr string) (net.Conn, error) { return d.netDial(ctx, network, addr, tlsCfg) },
 	}
+
+	// The socket's deadline that netDial sets does not bound the AMQP
+	// handshake: from connection.tune on, amqp091-go's heartbeater moves
+	// the read deadline at every frame the broker sends, so a broker that
+	// heartbeats but never answers connection.open would hold the dial
+	// until our next heartbeat fails (up to half the heartbeat timeout
+	// later), and a cancelled ctx would not end it at all. So the socket
+	// is closed when ctx (within dialTimeout) ends before the dial does,
+	// which ends amqp091-go's reads and writes at once.
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var sock net.Conn // once netDial has returned it
+	closeSock := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if sock != nil {
+			_ = sock.Close()
+		}
+	}
+	// TLS is set up here, under the byte stream the AMQP library reads, so
+	// that the body limit sees frames, not ciphertext.
+	cfg.Dial = func(network, addr string) (net.Conn, error) {
+		c, s, err := d.netDial(ctx, network, addr, tlsCfg)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err := ctx.Err(); err != nil { // closeSock has run already
+			_ = s.Close()
+			return nil, err
+		}
+		sock = s
+		return c, nil
+	}
+	stop := context.AfterFunc(ctx, closeSock)
 	conn, err := amqp.DialConfig("amqp://"+h.Addr()+"/", cfg)
-	if err != nil {
+	if !stop() || err != nil {
+		// A failed handshake may leave the library's reader and
+		// heartbeater on an open socket: closing it ends them.
+		closeSock()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// err may be the library's guess at why the socket closed
+			// under it (a refused vhost, say): the cause is ctx.
+			return nil, h, fmt.Errorf("dialing %s: %w", h.Addr(), ctxErr)
+		}
 		return nil, h, err
 	}
 	blocked := conn.NotifyBlocked(make(chan amqp.Blocking, 4))
@@ -183,26 +233,25 @@ func (d *dialer) dialOnce(ctx context.Context) (*amqp.Connection, TransportHost,
 			}
 		}
 	}()
-	return conn, h, nil
+	return &brokerConn{Connection: conn, sock: sock}, h, nil
 }
 
 // netDial opens the byte stream of one AMQP connection: TCP within ctx,
 // a deadline for the handshakes (the AMQP library clears it once the
 // connection is open), TLS when configured, and the body limit of a
-// listener.
-func (d *dialer) netDial(ctx context.Context, network, addr string, tlsCfg *tls.Config) (net.Conn, error) {
-	deadline := time.Now().Add(dialTimeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
+// listener. It returns that stream and the TCP socket under it. ctx has
+// a deadline.
+func (d *dialer) netDial(ctx context.Context, network, addr string, tlsCfg *tls.Config) (conn, sock net.Conn, err error) {
+	deadline, _ := ctx.Deadline()
 	nd := net.Dialer{Deadline: deadline}
 	c, err := nd.DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	sock = c
 	if err := c.SetDeadline(deadline); err != nil {
 		_ = c.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if tlsCfg != nil {
 		cfg := tlsCfg.Clone()
@@ -213,14 +262,14 @@ func (d *dialer) netDial(ctx context.Context, network, addr string, tlsCfg *tls.
 		tc := tls.Client(c, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = c.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		c = tc
 	}
 	if d.limit != nil {
 		c = d.limit.wrap(c)
 	}
-	return c, nil
+	return c, sock, nil
 }
 
 // retryWait is the wait after the n-th failed dial (from 0) as oslo
@@ -244,14 +293,14 @@ func (d *dialer) retryWait(n int) time.Duration {
 }
 
 // connect dials until it succeeds or ctx ends.
-func (d *dialer) connect(ctx context.Context) (*amqp.Connection, error) {
+func (d *dialer) connect(ctx context.Context) (*brokerConn, error) {
 	return d.connectTries(ctx, 0)
 }
 
 // connectTries dials until it succeeds, ctx ends, or, when tries > 0,
 // tries dials have failed (kombu's ensure_connection with max_retries =
 // tries-1).
-func (d *dialer) connectTries(ctx context.Context, tries int) (*amqp.Connection, error) {
+func (d *dialer) connectTries(ctx context.Context, tries int) (*brokerConn, error) {
 	for n := 0; ; n++ {
 		conn, h, err := d.dialOnce(ctx)
 		d.setLastError(err)
@@ -312,8 +361,30 @@ func Reachable(ctx context.Context, opts Options) error {
 // amqp091-go's Close, which waits for close-ok without a deadline, would.
 const closeTimeout = 5 * time.Second
 
-// closeConn closes conn within closeTimeout; the socket is closed
-// whatever the broker answers.
-func closeConn(conn *amqp.Connection) {
-	_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
+// closeWait bounds a Close: closeConn's bound, and as long again as
+// cancelWait for the goroutines that held the connection to see it closed.
+const closeWait = closeTimeout + 2*cancelWait
+
+// closeConn closes conn within closeTimeout (and cancelWait for the
+// library to see it): it asks the broker to close, and closes the socket
+// if the broker has not answered by then. amqp091-go's CloseDeadline does
+// not bound this on its own: it sets the socket's deadline, but its
+// heartbeater moves the read deadline at every frame the broker sends, so
+// a broker that stays busy or heartbeats but never answers the close
+// holds it until our next heartbeat fails (up to half the heartbeat
+// timeout later). Closing the socket ends the library's reads and
+// writes, and so its goroutines and the calls waiting on the connection's
+// channels. Calls after the first wait for it to end.
+func closeConn(conn *brokerConn) {
+	conn.closeOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
+		}()
+		if !waitUntil(done, time.Now().Add(closeTimeout)) {
+			_ = conn.sock.Close()
+			waitUntil(done, time.Now().Add(cancelWait))
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ type testEnv struct {
 	t        *testing.T
 	opts     Options
 	topic    string
-	raw      *amqp.Connection
+	raw      *brokerConn
 	cleanups []string
 }
 
@@ -38,11 +39,19 @@ func newEnv(t *testing.T) *testEnv {
 	opts.ControlExchange = "test_" + uuidHex()[:12]
 	opts.Rabbit.MissingConsumerRetryTimeout = 5 * time.Second
 	testkit.NeedsService(t, "RabbitMQ")
-	conn, err := amqp.Dial("amqp://guest:guest@127.0.0.1:5672/")
+	// amqp.Dial's defaults, and the socket for closeConn.
+	var sock net.Conn
+	conn, err := amqp.DialConfig("amqp://guest:guest@127.0.0.1:5672/", amqp.Config{
+		Dial: func(network, addr string) (net.Conn, error) {
+			c, err := amqp.DefaultDial(30*time.Second)(network, addr)
+			sock = c
+			return c, err
+		},
+	})
 	if err != nil {
 		t.Fatalf("RabbitMQ at 127.0.0.1:5672 is required: %v", err)
 	}
-	e := &testEnv{t: t, opts: opts, topic: "topic_" + uuidHex()[:12], raw: conn}
+	e := &testEnv{t: t, opts: opts, topic: "topic_" + uuidHex()[:12], raw: &brokerConn{Connection: conn, sock: sock}}
 	t.Cleanup(func() {
 		if ch, err := e.raw.Channel(); err == nil {
 			for _, q := range e.cleanups {

@@ -209,10 +209,18 @@ func (n *Notifier) send(ctx context.Context, key string, body []byte) error {
 		}})
 }
 
-// Close closes the notifier's connection.
+// Close closes the notifier's connection, within closeWait whatever the
+// broker does; a close still under way then (behind a reconnection that
+// holds the publisher's lock while it dials) ends on its own, within its
+// bound.
 func (n *Notifier) Close() error {
-	if n.pub != nil {
-		n.pub.close()
+	if n.pub == nil {
+		return nil
+	}
+	closed := make(chan struct{})
+	go func() { n.pub.close(); close(closed) }()
+	if !waitUntil(closed, time.Now().Add(closeWait)) {
+		n.log.Error("the notifier's connection did not close in time; leaving it to end on its own")
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ type publisher struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	conn     *amqp.Connection
+	conn     *brokerConn
 	gen      int
 	idle     []*pubChannel
 	declared map[string]bool
@@ -93,8 +93,9 @@ func (p *publisher) getChannel(ctx context.Context, dials int) (*pubChannel, err
 	if n := len(p.idle); n > 0 {
 		pc := p.idle[n-1]
 		p.idle = p.idle[:n-1]
-		p.expireLocked(time.Now())
+		expired := p.expireLocked(time.Now())
 		p.mu.Unlock()
+		closeChannels(expired)
 		if !pc.ch.IsClosed() {
 			return pc, nil
 		}
@@ -123,7 +124,7 @@ func (p *publisher) getChannel(ctx context.Context, dials int) (*pubChannel, err
 }
 
 // reconnect replaces the connection of generation gen (if nobody did yet).
-func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*amqp.Connection, int, error) {
+func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*brokerConn, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -146,40 +147,58 @@ func (p *publisher) reconnect(ctx context.Context, gen, dials int) (*amqp.Connec
 	return conn, p.gen, nil
 }
 
+// dropConn closes the connection of generation gen, if it is still the
+// publisher's. Closing a connection or a channel waits for the broker's
+// answer: here and below it is done after p.mu is released, so that a
+// broker slow to answer holds up the goroutine that closes, not every
+// publish.
 func (p *publisher) dropConn(gen int) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.gen == gen && p.conn != nil {
-		closeConn(p.conn)
-		p.conn = nil
+	conn := p.conn
+	if p.gen != gen || conn == nil {
+		p.mu.Unlock()
+		return
 	}
+	p.conn = nil
+	p.mu.Unlock()
+	closeConn(conn)
 }
 
 // putChannel gives pc back to the pool, which keeps at most
 // rpc_conn_pool_size idle channels.
 func (p *publisher) putChannel(pc *pubChannel) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed || pc.gen != p.gen || len(p.idle) >= p.d.opts.PoolSize {
+		p.mu.Unlock()
 		_ = pc.ch.Close()
 		return
 	}
 	pc.idle = time.Now()
 	p.idle = append(p.idle, pc)
+	p.mu.Unlock()
 }
 
-// expireLocked closes the channels idle for longer than conn_pool_ttl,
-// oldest first, keeping conn_pool_min_size (oslo's pool expires its
-// connections the same way when one is taken).
-func (p *publisher) expireLocked(now time.Time) {
+// expireLocked takes out of the pool the channels idle for longer than
+// conn_pool_ttl, oldest first, keeping conn_pool_min_size (oslo's pool
+// expires its connections the same way when one is taken), for the caller
+// to close once it has released p.mu.
+func (p *publisher) expireLocked(now time.Time) []*pubChannel {
 	n := 0
 	for len(p.idle)-n > p.d.opts.PoolMinSize && now.Sub(p.idle[n].idle) > p.d.opts.PoolTTL {
-		_ = p.idle[n].ch.Close()
 		n++
 	}
-	if n > 0 {
-		p.idle = append(p.idle[:0], p.idle[n:]...)
-		p.log.Debug("idle publisher channels expired", "closed", n, "pool_size", len(p.idle))
+	if n == 0 {
+		return nil
+	}
+	expired := append([]*pubChannel(nil), p.idle[:n]...)
+	p.idle = append(p.idle[:0], p.idle[n:]...)
+	p.log.Debug("idle publisher channels expired", "closed", n, "pool_size", len(p.idle))
+	return expired
+}
+
+func closeChannels(pcs []*pubChannel) {
+	for _, pc := range pcs {
+		_ = pc.ch.Close()
 	}
 }
 
@@ -351,17 +370,19 @@ func (ip *inflightPublish) finish(ctx context.Context) error {
 	return err
 }
 
+// close closes the connection, within closeConn's bound once it has p.mu
+// (which a reconnection holds while it dials, within its context). The
+// pooled channels go with it: closing each first would be one more wait
+// for the broker.
 func (p *publisher) close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
-	for _, pc := range p.idle {
-		_ = pc.ch.Close()
-	}
 	p.idle = nil
-	if p.conn != nil {
-		closeConn(p.conn)
-		p.conn = nil
+	conn := p.conn
+	p.conn = nil
+	p.mu.Unlock()
+	if conn != nil {
+		closeConn(conn)
 	}
 }
 

@@ -333,7 +333,7 @@ const maxBatch = 64
 
 // serveConn declares and consumes on conn until the connection fails
 // (error) or the server stops (nil).
-func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
+func (s *Server) serveConn(conn *brokerConn, onReady func()) error {
 	defer closeConn(conn)
 	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	ch, err := conn.Channel()
@@ -438,7 +438,7 @@ func (s *Server) serveConn(conn *amqp.Connection, onReady func()) error {
 
 // consumerGone is why a consumer's deliveries ended: the connection, or a
 // cancel from the broker while the connection stayed up.
-func consumerGone(conn *amqp.Connection) error {
+func consumerGone(conn *brokerConn) error {
 	if conn.IsClosed() {
 		return errors.New("connection closed")
 	}
