@@ -17,6 +17,8 @@ var (
 	methodConnectionOpen  = [2]uint16{10, 40}
 	methodConnectionClose = [2]uint16{10, 50}
 	methodChannelClose    = [2]uint16{20, 40}
+	methodBasicConsume    = [2]uint16{60, 20}
+	methodBasicCancel     = [2]uint16{60, 30}
 )
 
 // freezeRelay is a TCP front for the real broker that relays both ways
@@ -383,5 +385,58 @@ func TestLiveNotifierCloseBoundedWhenBrokerNeverAnswers(t *testing.T) {
 	t.Logf("Notifier.Close returned after %s", took.Round(time.Millisecond))
 	if !waitUntil(r.relayed()[0].clientGone, time.Now().Add(5*time.Second)) {
 		t.Error("the socket is still open")
+	}
+}
+
+// TestLiveServerStopBoundedWhenBrokerNeverAnswers: Stop returns, and its
+// listener lets go of the connection (its loop ends, the socket is
+// closed), within their bounds though the broker, heartbeating, stops
+// answering the listener: when it stops (from basic.cancel on: the
+// consumers' cancels, the deletes, the closes are never answered), or
+// while it sets up (from the first basic.consume on: it never consumes,
+// Start fails, the server keeps waiting in the background until Stop).
+func TestLiveServerStopBoundedWhenBrokerNeverAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		freeze   [2]uint16
+		consumes bool
+	}{
+		{"cancel", methodBasicCancel, true},
+		{"consume", methodBasicConsume, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			r := newFreezeRelay(t, c.freeze)
+			s, err := NewServer(relayOpts(e, r), ServerOptions{}, Target{Topic: e.topic}, NewDispatcher(), testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.cleanups = append(e.cleanups, e.topic+"."+s.Target().Server, s.fanoutQueue)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if err := s.Start(ctx); (err == nil) != c.consumes {
+				t.Fatalf("Start: %v", err)
+			}
+			// Stop's own bound (its ctx) is above the listener's: it is
+			// the listener's that must end the wait.
+			stopCtx, stopCancel := context.WithTimeout(context.Background(), 20*time.Second)
+			if !c.consumes {
+				// A listener that never consumes has nothing to clean up:
+				// it is let go of once Stop's ctx has ended.
+				stopCtx, stopCancel = context.WithTimeout(context.Background(), 2*time.Second)
+			}
+			defer stopCancel()
+			start := time.Now()
+			took := returnsWithin(t, "Server.Stop", func() { _ = s.Stop(stopCtx) })
+			if !waitUntil(s.loopDone, start.Add(closeBound)) {
+				t.Fatalf("the listener's loop has not ended %s after Stop began", closeBound)
+			}
+			t.Logf("Stop returned after %s, the listener ended after %s", took.Round(time.Millisecond),
+				time.Since(start).Round(time.Millisecond))
+			mustFreeze(t, r, 1) // the listener's (nothing was replied) sent c.freeze
+			if !waitUntil(r.relayed()[0].clientGone, time.Now().Add(5*time.Second)) {
+				t.Error("the listener's socket is still open")
+			}
+		})
 	}
 }

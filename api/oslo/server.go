@@ -335,6 +335,12 @@ const maxBatch = 64
 // (error) or the server stops (nil).
 func (s *Server) serveConn(conn *brokerConn, onReady func()) error {
 	defer closeConn(conn)
+	// amqp091-go's channel calls wait for the broker's answer without a
+	// bound, and end when the connection is closed. Until it consumes, a
+	// listener whose broker does not answer is let go of by closing its
+	// connection once Stop has given up waiting (runCtx).
+	stopSetup := context.AfterFunc(s.runCtx, func() { closeConn(conn) })
+	defer stopSetup()
 	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	ch, err := conn.Channel()
 	if err != nil {
@@ -363,6 +369,10 @@ func (s *Server) serveConn(conn *brokerConn, onReady func()) error {
 	s.log.Info("RPC server consuming", "exchange", s.target.Exchange, "fanout_queue", s.fanoutQueue,
 		"prefetch", prefetch, "max_message_size", s.opts.Rabbit.MaxMessageSize,
 		"buffer_bound", s.BufferBound())
+	// From here on the stop below bounds its own calls: it must not lose
+	// the connection while it waits, until Stop's deadline, for the casts
+	// running to be acknowledged on it.
+	stopSetup()
 	onReady()
 	for {
 		var d amqp.Delivery
@@ -377,9 +387,15 @@ func (s *Server) serveConn(conn *brokerConn, onReady func()) error {
 			}
 			return e
 		case <-s.stopping:
-			for i := range queues {
-				_ = ch.Cancel(fmt.Sprint(i+1), false)
-			}
+			// Each step that waits for the broker is bounded (brokerStep),
+			// or a broker that stops answering (a half-open connection, a
+			// stalled node still heartbeating) would hold this goroutine
+			// and the connection after Stop has returned.
+			s.brokerStep(conn, "cancelling the consumers", func() {
+				for i := range queues {
+					_ = ch.Cancel(fmt.Sprint(i+1), false)
+				}
+			})
 			// Casts are acknowledged once handled: keep the channel until
 			// those running are (or Stop gives up on them), so that a
 			// clean stop does not hand them to another conductor again.
@@ -390,23 +406,32 @@ func (s *Server) serveConn(conn *brokerConn, onReady func()) error {
 			case <-s.runCtx.Done():
 			case <-connClosed: //nolint:errcheck // stopping anyway: the deletes below log what a lost connection costs
 			}
-			// Like oslo, a stream fanout queue (shared by every server) and
-			// a queue manager's (reused after a restart) are left to
-			// their expiry.
-			if r := s.opts.Rabbit; !r.StreamFanout && !r.UseQueueManager {
-				if _, err := ch.QueueDelete(s.fanoutQueue, false, false, false); err != nil {
-					s.log.Warn("deleting fanout queue failed", "queue", s.fanoutQueue, "error", err.Error())
+			// A queue not deleted (the broker did not answer, the
+			// connection is lost) expires once unused for
+			// rabbit_transient_queues_ttl (x-expires), the fanout queue
+			// collecting the fanout casts until then.
+			ttl := s.opts.Rabbit.TransientQueuesTTL.String()
+			s.brokerStep(conn, "deleting the queues", func() {
+				// Like oslo, a stream fanout queue (shared by every server)
+				// and a queue manager's (reused after a restart) are left
+				// to their expiry.
+				if r := s.opts.Rabbit; !r.StreamFanout && !r.UseQueueManager {
+					if _, err := ch.QueueDelete(s.fanoutQueue, false, false, false); err != nil {
+						s.log.Warn("deleting fanout queue failed; it expires once unused", "queue", s.fanoutQueue,
+							"expires_after", ttl, "error", err.Error())
+					}
 				}
-			}
-			// Unlike oslo, also the <topic>.<server> queue when its name was
-			// random: no later process can consume it, and Python's
-			// conductor leaves one behind at every restart.
-			if s.ownServerQueue {
-				if _, err := ch.QueueDelete(queues[1], false, false, false); err != nil {
-					s.log.Warn("deleting server queue failed", "queue", queues[1], "error", err.Error())
+				// Unlike oslo, also the <topic>.<server> queue when its name
+				// was random: no later process can consume it, and Python's
+				// conductor leaves one behind at every restart.
+				if s.ownServerQueue {
+					if _, err := ch.QueueDelete(queues[1], false, false, false); err != nil {
+						s.log.Warn("deleting server queue failed; it expires once unused", "queue", queues[1],
+							"expires_after", ttl, "error", err.Error())
+					}
 				}
-			}
-			_ = ch.Close()
+				_ = ch.Close()
+			})
 			return nil
 		}
 		if !ok {
@@ -434,6 +459,25 @@ func (s *Server) serveConn(conn *brokerConn, onReady func()) error {
 			return consumerGone(conn)
 		}
 	}
+}
+
+// stopStepTimeout bounds each step of a listener's stop that waits for
+// the broker: cancelling the consumers, deleting the queues.
+const stopStepTimeout = closeTimeout
+
+// brokerStep runs f, a step of the listener's stop made of channel calls,
+// and closes conn if f has not returned within stopStepTimeout: that ends
+// the call waiting and makes the calls after it fail at once (logged by f),
+// so the stop ends within stopStepTimeout and closeConn's bound whatever
+// the broker does.
+func (s *Server) brokerStep(conn *brokerConn, step string, f func()) {
+	t := time.AfterFunc(stopStepTimeout, func() {
+		s.log.Error("the broker has not answered the listener's stop; closing its connection", "step", step,
+			"after", stopStepTimeout.String())
+		closeConn(conn)
+	})
+	defer t.Stop() // a closeConn begun goes on: serveConn's waits for it
+	f()
 }
 
 // consumerGone is why a consumer's deliveries ended: the connection, or a
@@ -897,7 +941,8 @@ func (s *Server) retryReply(req *Request, body []byte, log *slog.Logger) {
 // closes the connections. Whatever is pending (a handler that ignores its
 // cancellation, a broker that does not answer the listener's cancels or
 // the close), Stop returns by ctx's deadline plus cancelWait; what has not
-// finished by then is left to the process's exit.
+// finished by then is left to end on its own (the listener, within its
+// bounds: stopStepTimeout per step, closeConn's) or with the process.
 func (s *Server) Stop(ctx context.Context) error {
 	if !s.started {
 		return nil
@@ -932,7 +977,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.workCancel()
 	s.pubCancel()
 	if !waitUntil(s.loopDone, late) {
-		s.log.Error("the RPC listener did not let go of its connection; leaving it to the process's exit")
+		s.log.Error("the RPC listener did not let go of its connection in time; leaving it to end on its own, within its bounds")
 	}
 	closed := make(chan struct{})
 	go func() { s.pub.close(); close(closed) }()
