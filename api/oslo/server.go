@@ -981,7 +981,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	closed := make(chan struct{})
 	go func() { s.pub.close(); close(closed) }()
-	if !waitUntil(closed, late) {
+	// The reply connection's close has its own bound (closeConn's), even
+	// when the waits above have used up late.
+	if !waitUntil(closed, later(late, time.Now().Add(closeWait))) {
 		s.log.Error("the reply connection did not close; leaving it to the process's exit")
 	}
 	s.log.Info("RPC server stopped")
@@ -994,12 +996,25 @@ const cancelWait = 500 * time.Millisecond
 
 // waitCtx waits for done until ctx ends.
 func waitCtx(ctx context.Context, done <-chan struct{}) error {
+	select { // done first: with both ready, a select would pick at random
+	case <-done:
+		return nil
+	default:
+	}
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // waitUntil waits for done until t, and reports whether it came.
