@@ -374,5 +374,26 @@ func Render(ctx context.Context, charts *Charts, s Settings, cl Cluster) ([]AddO
 	if err != nil {
 		return nil, err
 	}
-	return append(out, extra...), nil
+	return withExtra(out, extra)
+}
+
+// withExtra appends the site's add-ons to the built-in ones, except that
+// a site add-on named like a built-in one takes its place (in its place
+// in the order): a site pins or configures a built-in add-on its own way
+// without forking, and one that delivered csi-driver-nfs as a site
+// add-on before it was built in does not deliver it twice. The
+// cloud-config Secret, which carries the cluster's credential and is
+// rewritten when it rotates, cannot be replaced.
+func withExtra(out, extra []AddOn) ([]AddOn, error) {
+	for _, e := range extra {
+		if e.Name == "cloud-config" {
+			return nil, fmt.Errorf("addons: extra add-on %s: the name is the driver's own (the cluster's cloud-config Secret); rename the add-on", e.Name)
+		}
+		if i := slices.IndexFunc(out, func(a AddOn) bool { return a.Name == e.Name }); i >= 0 {
+			out[i] = e
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

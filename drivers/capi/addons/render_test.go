@@ -643,6 +643,28 @@ func TestExtraAddOns(t *testing.T) {
 	if k := objectKeys(motd); slices.Contains(k, "Namespace/kube-system") {
 		t.Errorf("manifests add-on objects %v", k)
 	}
+	// A site add-on named like a built-in one replaces it, in its place.
+	write("metrics-server/chart.yaml", "repo: "+repo.Server.URL+"\nchart: metrics-server\nversion: 3.12.2\nnamespace: kube-system\nvalues:\n  replicas: 3\n")
+	set, err = Render(context.Background(), NewCharts(t.TempDir(), nil), s, testCluster(labels{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := slices.Index(names(set), MetricsServer); n < 0 || n != slices.Index(got, MetricsServer) || len(set) != len(got) {
+		t.Fatalf("add-ons %v with a site metrics-server: want it once, in the built-in's place (%v)", names(set), got)
+	}
+	if dep := find(byName(t, set, MetricsServer).Objects, "Deployment", "metrics-server"); dep == nil || mustJSON(dep["spec"].(map[string]any)["replicas"]) != "3" {
+		t.Errorf("metrics-server is not the site's: %v", dep)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "metrics-server")); err != nil {
+		t.Fatal(err)
+	}
+	write("cloud-config/manifests.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+	if _, err := Render(context.Background(), NewCharts(t.TempDir(), nil), s, testCluster(labels{})); err == nil || !strings.Contains(err.Error(), "cloud-config") {
+		t.Errorf("a site add-on named cloud-config: %v", err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "cloud-config")); err != nil {
+		t.Fatal(err)
+	}
 	write("c-bad/chart.yaml", "repo: x\nchart: y\nversion: 1\nunknown: 1\n")
 	if _, err := Render(context.Background(), NewCharts(t.TempDir(), nil), s, testCluster(labels{})); err == nil || !strings.Contains(err.Error(), "c-bad") {
 		t.Errorf("a bad chart.yaml: %v", err)
