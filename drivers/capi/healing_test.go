@@ -15,9 +15,9 @@ import (
 	"github.com/openstack/magnum-conductor/api/objects"
 )
 
-// healingCluster builds the desired Cluster of a two-nodegroup cluster on
-// class version with labels.
-func healingCluster(t *testing.T, version string, labels map[string]string) *clusterv1.Cluster {
+// desiredHealingCluster is the Cluster the driver builds, on class
+// version, for the cluster "heal" with labels and nodegroups ngs.
+func desiredHealingCluster(t *testing.T, version string, labels map[string]string, ngs []*objects.NodeGroup) (*clusterv1.Cluster, error) {
 	t.Helper()
 	l, err := DefaultLabelSchema().Parse(labels)
 	if err != nil {
@@ -25,12 +25,18 @@ func healingCluster(t *testing.T, version string, labels map[string]string) *clu
 	}
 	c := &objects.Cluster{UUID: ptr("3f2504e0-4f89-11d3-9a0c-0305e82c3301"), Name: ptr("heal"), ProjectID: ptr("p"), FlavorID: ptr("m1"), MasterFlavorID: ptr("m1"),
 		FloatingIPEnabled: true, MasterLBEnabled: true}
-	ngs := []*objects.NodeGroup{
+	return desiredCluster(spec{Cluster: c, Template: &objects.ClusterTemplate{ImageID: ptr("img-1"), ExternalNetworkID: ptr("public")}, NodeGroups: ngs, Labels: l,
+		Namespace: "ns", Name: "heal-3f2504", ClassVersion: version, IdentityRef: "heal-3f2504-cloud-credentials"})
+}
+
+// healingCluster builds the desired Cluster of a two-nodegroup cluster on
+// class version with labels.
+func healingCluster(t *testing.T, version string, labels map[string]string) *clusterv1.Cluster {
+	t.Helper()
+	cl, err := desiredHealingCluster(t, version, labels, []*objects.NodeGroup{
 		{UUID: "ng-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 3},
 		{UUID: "ng-w", Name: "default-worker", Role: objects.RoleWorker, NodeCount: 4},
-	}
-	cl, err := desiredCluster(spec{Cluster: c, Template: &objects.ClusterTemplate{ImageID: ptr("img-1"), ExternalNetworkID: ptr("public")}, NodeGroups: ngs, Labels: l, Namespace: "ns",
-		Name: "heal-3f2504", ClassVersion: version, IdentityRef: "heal-3f2504-cloud-credentials"})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,18 +225,11 @@ func TestHealthCheckOverridesStored(t *testing.T) {
 // nodegroup name).
 func nodeGroupHealingCluster(t *testing.T, labels map[string]string, workers map[string]map[string]string) (*clusterv1.Cluster, error) {
 	t.Helper()
-	l, err := DefaultLabelSchema().Parse(labels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &objects.Cluster{UUID: ptr("3f2504e0-4f89-11d3-9a0c-0305e82c3301"), Name: ptr("heal"), ProjectID: ptr("p"), FlavorID: ptr("m1"), MasterFlavorID: ptr("m1"),
-		FloatingIPEnabled: true, MasterLBEnabled: true}
 	ngs := []*objects.NodeGroup{{UUID: "ng-m", Name: "default-master", Role: objects.RoleMaster, NodeCount: 3}}
 	for _, name := range slices.Sorted(maps.Keys(workers)) {
 		ngs = append(ngs, &objects.NodeGroup{UUID: "ng-" + name, Name: name, Role: objects.RoleWorker, NodeCount: 2, Labels: workers[name]})
 	}
-	return desiredCluster(spec{Cluster: c, Template: &objects.ClusterTemplate{ImageID: ptr("img-1"), ExternalNetworkID: ptr("public")}, NodeGroups: ngs, Labels: l,
-		Namespace: "ns", Name: "heal-3f2504", ClassVersion: LatestClassVersion, IdentityRef: "heal-3f2504-cloud-credentials"})
+	return desiredHealingCluster(t, LatestClassVersion, labels, ngs)
 }
 
 // machineDeploymentHealthCheck is the healthCheck of MachineDeployment name.

@@ -207,14 +207,7 @@ func TestHealingLabelWarningsReachStatusReason(t *testing.T) {
 // on the latest class.
 func builtHealingCluster(t *testing.T, labels map[string]string, ngs []*objects.NodeGroup) *clusterv1.Cluster {
 	t.Helper()
-	l, err := DefaultLabelSchema().Parse(labels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &objects.Cluster{UUID: ptr("3f2504e0-4f89-11d3-9a0c-0305e82c3301"), Name: ptr("heal"), ProjectID: ptr("p"), FlavorID: ptr("m1"), MasterFlavorID: ptr("m1"),
-		FloatingIPEnabled: true, MasterLBEnabled: true}
-	cl, err := desiredCluster(spec{Cluster: c, Template: &objects.ClusterTemplate{ImageID: ptr("img-1"), ExternalNetworkID: ptr("public")}, NodeGroups: ngs, Labels: l,
-		Namespace: "ns", Name: "heal-3f2504", ClassVersion: LatestClassVersion, IdentityRef: "heal-3f2504-cloud-credentials"})
+	cl, err := desiredHealingCluster(t, LatestClassVersion, labels, ngs)
 	if err != nil {
 		t.Fatal(err)
 	}
