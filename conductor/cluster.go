@@ -320,6 +320,9 @@ func (h *Handlers) ClusterUpdate(ctx context.Context, c *objects.Cluster, nodeCo
 		log.Error("cannot load the cluster's driver", "error", err)
 		return nil, err
 	}
+	if err := admit(ctx, log, d, c, ct, ngs); err != nil {
+		return nil, err
+	}
 	oldStatus, oldReason := c.Status, c.StatusReason
 	workerRead := objects.Clone(worker)
 	resized := objects.Clone(worker)

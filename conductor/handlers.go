@@ -348,7 +348,25 @@ func (h *Handlers) opDriver(ctx context.Context, log *slog.Logger, c *objects.Cl
 		log.Error("cannot list the cluster's nodegroups", "error", err)
 		return nil, nil, nil, err
 	}
+	if err := admit(ctx, log, d, c, ct, ngs); err != nil {
+		return nil, nil, nil, err
+	}
 	return d, ct, ngs, nil
+}
+
+// admit asks a driver that can refuse an operation (drivers.Admitter)
+// whether it acts on c at all, before anything is claimed, written or
+// notified: a refusal leaves the cluster as it was.
+func admit(ctx context.Context, log *slog.Logger, d drivers.Driver, c *objects.Cluster, ct *objects.ClusterTemplate, ngs []*objects.NodeGroup) error {
+	a, ok := d.(drivers.Admitter)
+	if !ok {
+		return nil
+	}
+	if err := a.Admit(ctx, clusterRequest(c, ct, ngs)); err != nil {
+		log.Warn("operation refused by the cluster's driver before any change", "driver", d.Name(), "error", err)
+		return err
+	}
+	return nil
 }
 
 // clusterRequest builds a driver request from copies of c, ct and ngs, with

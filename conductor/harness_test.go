@@ -171,6 +171,8 @@ type testDriver struct {
 	scribble bool
 	// onCall runs at the start of every method.
 	onCall func(method string)
+	// admitErr, when set, is what Admit answers (drivers.Admitter).
+	admitErr error
 }
 
 func newTestDriver() *testDriver {
@@ -191,7 +193,16 @@ var (
 	_ drivers.PreDeleter        = (*testDriver)(nil)
 	_ drivers.CARotator         = (*testDriver)(nil)
 	_ drivers.CredentialRotator = (*testDriver)(nil)
+	_ drivers.Admitter          = (*testDriver)(nil)
 )
+
+// Admit refuses with admitErr; it is not recorded in calls (it changes
+// nothing).
+func (d *testDriver) Admit(context.Context, drivers.ClusterRequest) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.admitErr
+}
 
 func (d *testDriver) Name() string { return "test" }
 func (d *testDriver) Provides() []drivers.Key {

@@ -152,6 +152,15 @@ import (
 // sync_cluster_status, need not log each refused cluster.
 var ErrNotReady = errors.New("driver not ready")
 
+// ErrNotManaged is wrapped by the errors of a driver asked about a cluster
+// whose back-end objects it cannot identify as its own: a row another
+// driver or conductor created (its stack_id in another's shape) and that
+// has not been adopted. Such a cluster is never reported gone, failed or
+// healthy from the absence of objects the driver would have made: the
+// status sync and health polling leave its row as it is, and operations on
+// it are refused (Admitter) before any status change.
+var ErrNotManaged = errors.New("cluster not managed by this driver")
+
 // Key is what a driver provides: (server_type, os, coe), as in
 // Driver.provides.
 type Key struct {
@@ -407,6 +416,18 @@ type Runner interface {
 	// Ready returns nil once the driver can serve, else why not (wrapping
 	// ErrNotReady).
 	Ready() error
+}
+
+// Admitter is implemented by drivers that can refuse an operation on a
+// cluster before the conductor changes anything. The conductor calls Admit
+// with the rows as stored, before it claims them for any cluster or
+// nodegroup operation (update, resize, upgrade, delete, nodegroup create,
+// update and delete, credential and CA rotation); an error is returned to
+// the caller as it is (a typed exception, NotSupported for a cluster the
+// driver does not manage) and nothing is written or notified. Admit must be
+// cheap (no back-end request).
+type Admitter interface {
+	Admit(ctx context.Context, req ClusterRequest) error
 }
 
 // PreDeleter is implemented by drivers that clean up before deletion

@@ -121,7 +121,7 @@ func (j *SyncClusterHealth) RunOnce(ctx context.Context) error {
 		stage, err := j.pollOne(ctx, c, &templates)
 		if err != nil {
 			j.d.Metrics.failure(j.Name(), stage)
-			if errors.Is(err, drivers.ErrNotReady) { // the driver logs its own state once
+			if errors.Is(err, drivers.ErrNotReady) || errors.Is(err, drivers.ErrNotManaged) { // the driver logs its own state once
 				j.d.Log.Debug("cluster health poll waits for its driver", "cluster_uuid", uuid, "stage", stage, "error", err)
 			} else {
 				j.d.Log.Warn("cluster health poll failed", "cluster_uuid", uuid, "stage", stage, "error", err)

@@ -162,7 +162,7 @@ func (j *SyncClusterStatus) RunOnce(ctx context.Context) error {
 		defer cancel()
 		if stage, err := j.syncOne(cctx, ctx, c, nodegroups[uuid], &templates); err != nil {
 			j.d.Metrics.failure(j.Name(), stage)
-			if errors.Is(err, drivers.ErrNotReady) { // the driver logs its own retries
+			if errors.Is(err, drivers.ErrNotReady) || errors.Is(err, drivers.ErrNotManaged) { // the driver logs its own state
 				j.d.Log.Debug("cluster status sync waits for its driver", "cluster_uuid", uuid, "error", err)
 				return
 			}

@@ -19,12 +19,11 @@ type ref struct{ Namespace, Name string }
 
 func (r ref) String() string { return r.Namespace + "/" + r.Name }
 
+// refOf is the Cluster of a row whose stack_id is of this driver's shape;
+// false for an empty stack_id (not applied yet) and for a foreign one
+// (notManaged tells them apart).
 func refOf(c *objects.Cluster) (ref, bool) {
-	ns, name, ok := strings.Cut(deref(c.StackID), "/")
-	if !ok || ns == "" || name == "" {
-		return ref{}, false
-	}
-	return ref{ns, name}, true
+	return parseRef(deref(c.StackID))
 }
 
 // requestTemplate is the request's cluster template.
@@ -228,9 +227,9 @@ func (d *Driver) UpdateCluster(ctx context.Context, req drivers.ClusterRequest) 
 // reapply applies the request's cluster with ngs (nil: the request's).
 func (d *Driver) reapply(ctx context.Context, req drivers.ClusterRequest, ngs []*objects.NodeGroup, ao applyOptions) error {
 	c := req.Cluster
-	r, ok := refOf(c)
-	if !ok {
-		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
+	r, err := mustRef(c)
+	if err != nil {
+		return err
 	}
 	t, err := requestTemplate(req)
 	if err != nil {

@@ -34,6 +34,11 @@ func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterReq
 	if _, err := d.opts.Labels.Parse(mergedLabels(c, t)); err != nil {
 		return err
 	}
+	if err := notManaged(c); err != nil {
+		// A row another driver applied: a second cluster must not be
+		// made beside it, nor its stack_id replaced.
+		return err
+	}
 	ngs := req.NodeGroups
 	r := ref{Namespace: namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID)), Name: capiNameFor(c)}
 	if existing, ok := refOf(c); ok {

@@ -33,9 +33,9 @@ func (d *Driver) RotateCredential(ctx context.Context, req drivers.ClusterReques
 		return err
 	}
 	c := req.Cluster
-	r, ok := refOf(c)
-	if !ok {
-		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
+	r, err := mustRef(c)
+	if err != nil {
+		return err
 	}
 	current, err := d.liveCluster(ctx, r)
 	if err != nil {

@@ -28,6 +28,11 @@ func (d *Driver) deleteCluster(ctx context.Context, c *objects.Cluster) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
+	if err := notManaged(c); err != nil {
+		// Never "nothing to delete": the cluster may be running under
+		// another driver's objects (foreign.go).
+		return err
+	}
 	r, ok := refOf(c)
 	if !ok {
 		d.log.Info("cluster has no CAPI cluster to delete", d.logAttrs(ctx, c)...)

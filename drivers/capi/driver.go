@@ -107,6 +107,10 @@ type Driver struct {
 	// guard makes Observe's writes (sizeAutoscaled, cleanup) happen once
 	// for concurrent observations of a cluster.
 	guard writeGuard
+
+	// notManagedSeen holds the uuids of the clusters this driver was asked
+	// about and does not manage (foreign.go), each logged once.
+	notManagedSeen sync.Map
 }
 
 var (
@@ -117,6 +121,7 @@ var (
 	_ drivers.CARotator             = (*Driver)(nil)
 	_ drivers.MasterResizeValidator = (*Driver)(nil)
 	_ drivers.SettledObserver       = (*Driver)(nil)
+	_ drivers.Admitter              = (*Driver)(nil)
 )
 
 // RESTConfig loads the management cluster configuration: the kubeconfig at

@@ -15,8 +15,12 @@ import (
 // Monitor implements drivers.MonitorProvider: health as the management
 // cluster sees it, read from the informer cache (no API requests, no
 // connection to the workload cluster).
-func (d *Driver) Monitor(_ context.Context, req drivers.ClusterRequest) (drivers.Monitor, error) {
+func (d *Driver) Monitor(ctx context.Context, req drivers.ClusterRequest) (drivers.Monitor, error) {
 	if err := d.current(); err != nil {
+		return nil, err
+	}
+	if err := notManaged(req.Cluster); err != nil {
+		d.warnNotManaged(ctx, req.Cluster, err)
 		return nil, err
 	}
 	r, ok := refOf(req.Cluster)

@@ -40,6 +40,10 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 		}
 	}
 	c := req.Cluster
+	if err := notManaged(c); err != nil {
+		d.warnNotManaged(ctx, c, err)
+		return drivers.Observation{}, err
+	}
 	now := d.now()
 	r, ok := refOf(c)
 	obs := observation{Deployments: map[string]*clusterv1.MachineDeployment{}}

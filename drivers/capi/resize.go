@@ -44,9 +44,9 @@ func (d *Driver) resize(ctx context.Context, req drivers.ClusterRequest, nodeCou
 			return err
 		}
 	}
-	r, ok := refOf(c)
-	if !ok {
-		return fmt.Errorf("capi: cluster %s has no stack_id", deref(c.UUID))
+	r, err := mustRef(c)
+	if err != nil {
+		return err
 	}
 	// The re-apply needs the template: a missing one fails before the
 	// first write.

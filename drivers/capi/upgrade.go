@@ -64,6 +64,9 @@ func (d *Driver) upgrade(ctx context.Context, req drivers.ClusterRequest, t *obj
 	if t == nil {
 		return notSupported("Upgrading needs a cluster template.")
 	}
+	if err := notManaged(c); err != nil {
+		return err
+	}
 	r, ok := refOf(c)
 	if !ok {
 		return notSupported("Cluster %s has no Cluster API cluster to upgrade.", deref(c.UUID))
