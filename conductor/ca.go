@@ -107,6 +107,18 @@ func (h *Handlers) RotateCACertificate(ctx context.Context, c *objects.Cluster) 
 	if !contains(allowUpdateStatus(), c.Status) {
 		return nil, h.refuse(ctx, log, ActionUpdate, "Updating", c, c.Status)
 	}
+	// A driver that cannot roll CAs out, or refuses the cluster
+	// (drivers.Admitter), is answered before the claim: the cluster stays
+	// as it was (Magnum claims first and leaves a healthy cluster
+	// UPDATE_FAILED, which then blocks its upgrades).
+	if d, _, _, err := h.opDriver(ctx, log, c); err != nil {
+		return nil, err
+	} else if _, ok := d.(drivers.CARotator); !ok {
+		err := exception.NotSupportedMessage("'rotate_ca_certificate' is not supported by this driver.")
+		log.Warn("operation refused", "error", err)
+		h.notify.ClusterEvent(ctx, ActionUpdate, OutcomeFailure, c)
+		return nil, err
+	}
 	oldStatus, oldReason := c.Status, c.StatusReason
 	if err := h.inTx(ctx, func(ctx context.Context, b *batch) error {
 		// The claim's status_reason marks the rotation as not handed to its

@@ -88,17 +88,25 @@ func TestRotateCACertificateRefusedOutsideGuard(t *testing.T) {
 	}
 }
 
-func TestRotateCACertificateUnsupportedDriverEndsUpdateFailed(t *testing.T) {
+// Magnum claims the cluster first and leaves it UPDATE_FAILED, which then
+// blocks its upgrades; here the refusal comes before the claim and the
+// cluster stays as it was (a failure notification, as for a guard's
+// refusal).
+func TestRotateCACertificateUnsupportedDriverLeavesTheClusterAsItWas(t *testing.T) {
 	e := newEnv(t)
 	c := e.seed(e.plain, objects.CreateComplete, 1)
 	_, err := e.h.RotateCACertificate(e.ctx, c)
 	wantClass(t, err, "NotSupported", "'rotate_ca_certificate' is not supported by this driver.")
-	e.wantStatus(*c.UUID, objects.UpdateFailed, "'rotate_ca_certificate' is not supported by this driver.")
+	e.wantStatus(*c.UUID, objects.CreateComplete, "seeded")
 	if objects.Deref(e.cluster(*c.UUID).CACertRef) != "ca-old" || e.certs.n != 0 {
 		t.Error("certificates changed although the driver cannot roll them out")
 	}
-	e.wantNotes("INFO magnum.cluster.update/pending status=CREATE_COMPLETE",
-		"ERROR magnum.cluster.update/failure status=UPDATE_FAILED")
+	e.wantNotes("ERROR magnum.cluster.update/failure status=CREATE_COMPLETE")
+	// An upgrade is not blocked by the refused rotation.
+	if _, err := e.h.ClusterUpgrade(e.ctx, e.cluster(*c.UUID), e.template("plain-os"), 1, e.nodegroup(c, "default-worker"), false); err != nil {
+		t.Errorf("upgrade after the refused rotation: %v", err)
+	}
+	e.wantStatus(*c.UUID, objects.UpdateInProgress, "")
 }
 
 func TestRotateCACertificateDriverFailureKeepsOldCerts(t *testing.T) {
