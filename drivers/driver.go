@@ -418,6 +418,15 @@ type Runner interface {
 	Ready() error
 }
 
+// Aliased is implemented by drivers that also serve the templates of other
+// drivers by name: a template whose driver field names an alias selects
+// this driver (the Cluster API driver answers for magnum-cluster-api's and
+// magnum-capi-helm's entry points, whose clusters it refuses to touch until
+// they are adopted: Admitter, ErrNotManaged).
+type Aliased interface {
+	Aliases() []string
+}
+
 // Admitter is implemented by drivers that can refuse an operation on a
 // cluster before the conductor changes anything. The conductor calls Admit
 // with the rows as stored, before it claims them for any cluster or

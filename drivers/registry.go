@@ -63,12 +63,34 @@ func NewRegistry(disabled []string, ds ...Driver) (*Registry, error) {
 		r.byName[name] = d
 		r.names = append(r.names, name)
 	}
+	// Aliases after every name: an alias never shadows a driver's own
+	// name, and two drivers never share one.
+	aliasOf := map[string]string{}
+	for _, name := range r.names {
+		a, ok := r.byName[name].(Aliased)
+		if !ok {
+			continue
+		}
+		for _, alias := range a.Aliases() {
+			if alias == "" || alias == name || r.disabled[alias] {
+				continue
+			}
+			if seen[alias] {
+				return nil, fmt.Errorf("drivers: driver %q names %q as an alias, which is a driver's own name", name, alias)
+			}
+			if other, ok := aliasOf[alias]; ok && other != name {
+				return nil, fmt.Errorf("drivers: drivers %q and %q both name the alias %q", other, name, alias)
+			}
+			aliasOf[alias] = name
+			r.byName[alias] = r.byName[name]
+		}
+	}
 	sort.Strings(r.names)
 	return r, nil
 }
 
 // ForTemplate returns the driver for ct: the driver named by ct.Driver when
-// it is set, else the one providing (server_type, cluster_distro, coe).
+// it is set (by its name or one of its aliases), else the one providing (server_type, cluster_distro, coe).
 // As in Magnum 2026.2, a name no enabled driver is registered under is
 // ClusterDriverNotSupported, and a cluster type no enabled driver provides
 // is ClusterTypeNotSupported, listing the types the loaded drivers support.
@@ -120,7 +142,7 @@ func (r *Registry) supportedTypes() string {
 	return strings.Join(parts, ", ")
 }
 
-// Driver returns the enabled driver registered under name.
+// Driver returns the enabled driver registered under name (or an alias).
 func (r *Registry) Driver(name string) (Driver, bool) {
 	d, ok := r.byName[name]
 	return d, ok

@@ -107,3 +107,44 @@ func TestForTemplateWithoutDrivers(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+type aliasedDriver struct {
+	fakeDriver
+	aliases []string
+}
+
+func (a *aliasedDriver) Aliases() []string { return a.aliases }
+
+// A template naming another driver's entry point selects the driver that
+// serves it as an alias; an alias never shadows a driver's own name, two
+// drivers never share one, and a disabled alias selects nothing.
+func TestForTemplateSelectsByAlias(t *testing.T) {
+	capi := &aliasedDriver{fakeDriver: fakeDriver{name: "k8s_capi_v1", keys: []drivers.Key{key("ubuntu")}},
+		aliases: []string{"k8s_cluster_api_ubuntu", "k8s_capi_helm_v1", "k8s_cluster_api_flatcar"}}
+	other := &fakeDriver{name: "simulated", keys: []drivers.Key{key("simulated")}}
+	r, err := drivers.NewRegistry([]string{"k8s_cluster_api_flatcar"}, capi, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"k8s_capi_v1", "k8s_cluster_api_ubuntu", "k8s_capi_helm_v1"} {
+		d, err := r.ForTemplate(&objects.ClusterTemplate{Driver: objects.Str(name), Coe: "kubernetes"})
+		if err != nil || d != capi {
+			t.Errorf("template naming %s: driver %v, %v; want k8s_capi_v1", name, d, err)
+		}
+	}
+	if _, err := r.ForTemplate(&objects.ClusterTemplate{Driver: objects.Str("k8s_cluster_api_flatcar"), Coe: "kubernetes"}); err == nil {
+		t.Error("a disabled alias selected a driver")
+	}
+	if got := r.Names(); !slices.Equal(got, []string{"k8s_capi_v1", "simulated"}) {
+		t.Errorf("Names = %v: aliases are not drivers", got)
+	}
+
+	shadow := &aliasedDriver{fakeDriver: fakeDriver{name: "a", keys: []drivers.Key{key("x")}}, aliases: []string{"simulated"}}
+	if _, err := drivers.NewRegistry(nil, shadow, other); err == nil {
+		t.Error("an alias shadowing another driver's name was accepted")
+	}
+	twice := &aliasedDriver{fakeDriver: fakeDriver{name: "b", keys: []drivers.Key{key("y")}}, aliases: []string{"k8s_capi_helm_v1"}}
+	if _, err := drivers.NewRegistry(nil, capi, twice); err == nil {
+		t.Error("two drivers sharing an alias were accepted")
+	}
+}

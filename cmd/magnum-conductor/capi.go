@@ -49,6 +49,7 @@ func capiOptions(c config.CAPIDriverOpts, cloudCACert string) capi.Options {
 		CacheSyncTimeout:    c.StartTimeout,
 		AutoscalerImage:     c.AutoscalerImage,
 		ManagementCIDRs:     c.ManagementCIDRs,
+		Aliases:             c.DriverAliases,
 		// Clusters without a floating IP for their API are refused unless
 		// the operator routes the management cluster to them.
 		ManagementNetworkRouted: c.ManagementRouted,

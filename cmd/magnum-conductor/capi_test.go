@@ -212,6 +212,17 @@ project_name = service
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// Both Cluster API anchors' entry points by default, so that their
+	// templates keep selecting a driver after a switch; an empty option
+	// names none.
+	wantAliases := []string{"k8s_cluster_api_ubuntu", "k8s_cluster_api_ubuntu_focal", "k8s_cluster_api_debian",
+		"k8s_cluster_api_flatcar", "k8s_cluster_api_rockylinux", "k8s_capi_helm_v1"}
+	if !slices.Equal(o.Aliases, wantAliases) {
+		t.Errorf("default aliases %q, want %q", o.Aliases, wantAliases)
+	}
+	if o := capiOptions(loadTestConfig(t, "[capi_driver]\ndriver_aliases =\n").CAPIDriver, ""); len(o.Aliases) != 0 {
+		t.Errorf("driver_aliases = (empty): %q, want none", o.Aliases)
+	}
 	k := keystoneOptions(cfg)
 	if k.AuthURL != "https://keystone.example/v3" || k.Service.AuthURL != "http://keystone.internal:5000" ||
 		k.Service.Username != "magnum" || k.Timeout != 30*time.Second {

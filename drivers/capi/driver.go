@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,7 @@ var (
 	_ drivers.MasterResizeValidator = (*Driver)(nil)
 	_ drivers.SettledObserver       = (*Driver)(nil)
 	_ drivers.Admitter              = (*Driver)(nil)
+	_ drivers.Aliased               = (*Driver)(nil)
 )
 
 // RESTConfig loads the management cluster configuration: the kubeconfig at
@@ -193,6 +195,11 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 
 // Name implements drivers.Driver.
 func (d *Driver) Name() string { return DriverName }
+
+// Aliases implements drivers.Aliased: the other drivers' names whose
+// templates this driver serves. Their clusters are refused until adopted
+// (foreign.go); new clusters from their templates are this driver's.
+func (d *Driver) Aliases() []string { return slices.Clone(d.opts.Aliases) }
 
 // Provides implements drivers.Driver.
 func (d *Driver) Provides() []drivers.Key {

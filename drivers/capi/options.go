@@ -62,6 +62,10 @@ type Options struct {
 	// templates stay valid, and refused at create (checkBootstrap): the
 	// classes write cloud-init, Flatcar reads Ignition only.
 	OSDistros []string
+	// Aliases are other drivers' names whose templates this driver serves
+	// ([capi_driver] driver_aliases: magnum-cluster-api's and
+	// magnum-capi-helm's entry points); nil: none.
+	Aliases []string
 	// ProbeInterval is how often the started driver checks that the
 	// management cluster answers (also at once when an informer's request
 	// fails). Default 10 s.
