@@ -78,8 +78,20 @@ func notManaged(c *objects.Cluster) error {
 }
 
 // Admit implements drivers.Admitter: every operation on a cluster this
-// driver does not manage is refused before the conductor changes anything.
+// driver does not manage is refused before the conductor changes anything
+// (NotSupported), and so is every operation while the management cluster
+// is not usable (Conflict, naming the outage): a refused operation leaves
+// the cluster as it was, where it would otherwise fail on a raw connection
+// error and leave it *_FAILED. Both checks read the driver's state only.
 func (d *Driver) Admit(ctx context.Context, req drivers.ClusterRequest) error {
+	if err := d.current(); err != nil {
+		refusal := exception.ClassConflict.WithMessage("The operation is refused and the cluster left as it is: "+
+			err.Error()+". Retry once the management cluster answers.", nil)
+		refusal.Cause = err
+		d.log.WarnContext(ctx, "operation refused while the management cluster is not usable", append(d.logAttrs(ctx, req.Cluster),
+			"error", err)...)
+		return refusal
+	}
 	err := notManaged(req.Cluster)
 	if err == nil {
 		return nil

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/openstack/magnum-conductor/api/exception"
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/drivers"
 )
@@ -136,6 +137,15 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 	if _, err := e.d.Monitor(context.Background(), e.request(c)); !errors.Is(err, drivers.ErrNotReady) {
 		t.Fatalf("Monitor while lost: %v, want ErrNotReady (health UNKNOWN)", err)
 	}
+	// An operation asked for now is refused before the conductor changes
+	// anything, with a reason naming the outage (not a raw TLS timeout
+	// after the cluster was claimed).
+	admitErr := e.d.Admit(context.Background(), e.request(c))
+	var refusal *exception.Error
+	if !errors.As(admitErr, &refusal) || refusal.Class != "Conflict" || !errors.Is(admitErr, drivers.ErrNotReady) ||
+		!strings.Contains(refusal.Message, "has not answered since") || !strings.Contains(refusal.Message, "left as it is") {
+		t.Fatalf("Admit while lost: %v, want Conflict naming the outage", admitErr)
+	}
 
 	p.completes()
 	later := time.Now().Add(2 * time.Hour)
@@ -166,6 +176,9 @@ func TestLostManagementClusterHoldsStatusUntilCachesAreFresh(t *testing.T) {
 	}
 	if _, err := e.d.Monitor(context.Background(), e.request(c)); err != nil {
 		t.Fatalf("Monitor after recovery: %v", err)
+	}
+	if err := e.d.Admit(context.Background(), e.request(c)); err != nil {
+		t.Fatalf("Admit after recovery: %v", err)
 	}
 }
 
