@@ -58,21 +58,21 @@ PLAINPKGS = $$($(GO) list $(PKGS) | grep -v -E '/magnum-conductor/(api|periodic|
 # packages under the race detector, the rest (which start built binaries
 # and Python peers) plain.
 test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make services`)
-	$(GO) vet $(PKGS)
+	./hack/step vet $(GO) vet $(PKGS)
 	@echo "building the test Kubernetes API server, garbage collector and Cluster API managers ($(KUBEAPISERVER), $(CAPIMANAGERS); cached by content, about 20 minutes when cold)"
-	$(GO) run ./drivers/capi/internal/apitest/prebuild
+	./hack/step prebuild $(GO) run ./drivers/capi/internal/apitest/prebuild
 	@echo "the in-process packages' tests under the race detector"
-	$(GOTEST) -race -timeout $(RACETIMEOUT) -skip '^TestRealCAPI' $(RACEPKGS)
+	./hack/step race $(GOTEST) -race -timeout $(RACETIMEOUT) -skip '^TestRealCAPI' $(RACEPKGS)
 	@echo "the tests against the real Cluster API controllers"
-	$(GOTEST) -timeout 60m -run '^TestRealCAPI' ./drivers/capi
+	./hack/step real-capi $(GOTEST) -timeout 60m -run '^TestRealCAPI' ./drivers/capi
 	@echo "the tests that start the built binaries and the Python peers"
-	$(GOTEST) -timeout 30m $(PLAINPKGS)
+	./hack/step binaries-and-peers $(GOTEST) -timeout 30m $(PLAINPKGS)
 	@echo "the out-of-tree example driver and its conductor binary ($(EXAMPLE))"
-	$(GO) vet -C $(EXAMPLE) ./...
-	./hack/gotest $(GO) test -C $(EXAMPLE) -count=1 -race -timeout $(RACETIMEOUT) ./...
-	$(MAKE) package-test
+	./hack/step example-vet $(GO) vet -C $(EXAMPLE) ./...
+	./hack/step example ./hack/gotest $(GO) test -C $(EXAMPLE) -count=1 -race -timeout $(RACETIMEOUT) ./...
+	./hack/step package-test $(MAKE) package-test
 	@echo "restarting RabbitMQ under running calls (rabbitmqctl stop_app/start_app), alone: it would break other tests"
-	OSLO_BROKER_RESTART_TEST=1 $(GOTEST) -timeout 20m -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
+	OSLO_BROKER_RESTART_TEST=1 ./hack/step broker-restart $(GOTEST) -timeout 20m -p 1 -run '^(TestLiveBrokerRestart|TestBrokerRestart)$$' ./api/oslo ./test/e2e
 
 race: ## only the in-process tests under the race detector (the first part of `make test`)
 	$(GOTEST) -race -timeout $(RACETIMEOUT) -skip '^TestRealCAPI' $(RACEPKGS)
