@@ -94,14 +94,29 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 	for _, w := range logging.Warnings {
 		log.Warn(w)
 	}
+	// Every goroutine that outlives this block is started through bg; bgCtx
+	// ends them when serve returns early (a failed start) as at a stop, and
+	// the last deferred wait gives them a moment to return.
+	var bg background
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer func() {
+		stopBG()
+		waitCtx, cancel := context.WithTimeout(context.Background(), stopSlack)
+		defer cancel()
+		if left := bg.wait(waitCtx); len(left) > 0 {
+			log.Warn("background work still running as magnum-conductor returns", "tasks", left)
+		}
+	}()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go reloadOnHangup(ctx, hup, st, logging, log)
-	go gurumeditation.Report{Service: binaryName, Version: version(), Config: cfg}.Serve(ctx, gurumeditation.Options{
-		LogDir: cfg.OsloReports.LogDir, FileEventHandler: cfg.OsloReports.FileEventHandler,
-		FileEventHandlerInterval: cfg.OsloReports.FileEventHandlerInterval, Stderr: logOut,
-	}, log.With("component", "gurumeditation"))
+	bg.Go("sighup", func() { reloadOnHangup(bgCtx, hup, st, logging, log) })
+	bg.Go("gurumeditation", func() {
+		gurumeditation.Report{Service: binaryName, Version: version(), Config: cfg}.Serve(bgCtx, gurumeditation.Options{
+			LogDir: cfg.OsloReports.LogDir, FileEventHandler: cfg.OsloReports.FileEventHandler,
+			FileEventHandlerInterval: cfg.OsloReports.FileEventHandlerInterval, Stderr: logOut,
+		}, log.With("component", "gurumeditation"))
+	})
 	log.Info("starting magnum-conductor", "config_files", files, "config_dirs", dirs,
 		"host", cfg.Default.Host, "topic", cfg.Conductor.Topic)
 	log.Debug("configuration", "config", cfg)
@@ -130,7 +145,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 	}
 	// The drivers' background work (the Cluster API driver's informers)
 	// lives as long as the process.
-	startDrivers(ctx, registry, log)
+	bg.Go("drivers", startDrivers(bgCtx, registry, log))
 
 	osloOpts := osloopts.From(cfg)
 	notifier, err := oslo.NewNotifier(osloOpts, log.With("component", "notifier"))
@@ -164,11 +179,11 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 	disp.Observe(rpcMetrics.observe)
 
 	// The key pool and the client-file cache live as long as the process.
-	go func() {
+	bg.Go("certificate key pool", func() {
 		if err := certs.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("certificate key pool stopped", "error", err)
 		}
-	}()
+	})
 
 	runner, err := buildPeriodic(cfg, store, registry, events, certs, handlers, metrics, log)
 	if err != nil {
@@ -189,13 +204,9 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 		"rpc_pool", osloOpts.ExecutorThreadPoolSize,
 		"drivers", registry.Names())
 
-	periodicDone := make(chan struct{})
-	go func() {
-		defer close(periodicDone)
-		runner.Run(runCtx)
-	}()
+	bg.Go("periodic", func() { runner.Run(runCtx) })
 
-	metricsSrv := startMetrics(ctx, cfg.Conductor.MetricsListen, reg, store, log)
+	metricsSrv := startMetrics(ctx, &bg, cfg.Conductor.MetricsListen, reg, store, log)
 	// Start-up (configuration, schema check, package initialisers, the key
 	// pool's first RSA keys, the first periodic runs) leaves garbage that the
 	// runtime would return to the OS only gradually, and pages of the binary
@@ -224,13 +235,12 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 		log.Error("rpc server did not stop cleanly", "error", err)
 	}
 	cancelRun()
-	select {
-	case <-periodicDone:
-	case <-stopCtx.Done():
-		log.Warn("periodic jobs did not stop within the grace period")
-	}
+	stopBG()
 	if metricsSrv != nil {
 		_ = metricsSrv.Shutdown(stopCtx) //nolint:contextcheck // ctx is done by now (SIGTERM): the stop has the grace period of its own
+	}
+	if left := bg.wait(stopCtx); len(left) > 0 {
+		log.Warn("background work did not stop within the grace period", "tasks", left)
 	}
 	log.Info("magnum-conductor stopped")
 	return nil
@@ -342,7 +352,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 	return store, nil
 }
 
-func startMetrics(ctx context.Context, listen string, reg *prometheus.Registry, store *db.Store, log *slog.Logger) *http.Server {
+func startMetrics(ctx context.Context, bg *background, listen string, reg *prometheus.Registry, store *db.Store, log *slog.Logger) *http.Server {
 	if listen == "" {
 		return nil
 	}
@@ -364,11 +374,11 @@ func startMetrics(ctx context.Context, listen string, reg *prometheus.Registry, 
 		return nil
 	}
 	log.Info("serving metrics", "listen", ln.Addr().String())
-	go func() {
+	bg.Go("metrics", func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics listener stopped", "error", err)
 		}
-	}()
+	})
 	return srv
 }
 

@@ -158,7 +158,7 @@ func (d *Driver) reconcileAddOns(ctx context.Context, c *objects.Cluster, r ref,
 	if err != nil {
 		return fmt.Errorf("capi: apply ClusterResourceSet %s/%s: %w", r.Namespace, crs.Name, err)
 	}
-	d.addOnsWritten.note(r, written.GetGeneration())
+	d.addOnsWritten.note(r, string(written.GetUID()), written.GetGeneration(), d.now())
 	// The Secrets of earlier renderings.
 	old, err := d.deps.Core.ListSecrets(ctx, r.Namespace, LabelClusterUUID+"="+deref(c.UUID)+","+LabelComponent+"="+componentAddOn)
 	if err != nil {
@@ -237,7 +237,7 @@ func (d *Driver) addOnsPending(r ref) (reason string, pending bool) {
 	if crs == nil {
 		return "waiting for the add-ons' ClusterResourceSet " + crsName(r.Name), true
 	}
-	if d.addOnsWritten.behind(r, crs.Generation) {
+	if d.addOnsWritten.behind(r, string(crs.UID), crs.Generation, d.now()) {
 		// The cache still shows the set before our last rendering.
 		return "waiting for Cluster API to apply the add-ons", true
 	}

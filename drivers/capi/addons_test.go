@@ -33,7 +33,7 @@ func addOnsDriver(t *testing.T, crs *addonsv1.ClusterResourceSet, binding *addon
 			t.Fatal(err)
 		}
 	}
-	d := &Driver{opts: Options{AddOns: AddOnOptions{Enabled: true}}}
+	d := &Driver{opts: Options{AddOns: AddOnOptions{Enabled: true}}, now: time.Now}
 	d.cache.Store(c)
 	return d
 }

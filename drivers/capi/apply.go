@@ -175,7 +175,7 @@ func (d *Driver) apply(ctx context.Context, c *objects.Cluster, t *objects.Clust
 	if err != nil {
 		return nil, fmt.Errorf("capi: apply Cluster %s: %w", r, err)
 	}
-	d.written.note(r, applied.GetGeneration())
+	d.written.note(r, string(applied.GetUID()), applied.GetGeneration(), d.now())
 	if err := d.reconcileAutoscaler(ctx, c, r, want, string(applied.GetUID()), labels); err != nil {
 		return nil, err
 	}

@@ -40,30 +40,48 @@ func (d *Driver) noteDeleteRequested(r ref, at time.Time) {
 }
 
 // writtenGenerations records, per object of a cluster (its ref), the
-// generation an apply by this driver produced, until the informer cache has
-// caught up with it. The driver keeps one for the Cluster and one for the
-// add-ons' ClusterResourceSet.
+// object (uid) and generation an apply by this driver produced, until the
+// informer cache has caught up with it. The driver keeps one for the
+// Cluster and one for the add-ons' ClusterResourceSet. A record is dropped
+// once the cache shows that generation, when the cache shows another
+// object under the name (ours was deleted and replaced), when the driver
+// asks for the cluster's deletion or sees it gone (forget), and when the
+// cache has not shown the object at all for markAbsentFor: a record never
+// outlives its cluster, and never holds a cluster pending for ever.
 type writtenGenerations struct {
 	mu sync.Mutex
-	m  map[string]int64
+	m  map[string]writtenMark
 }
 
-// note records the generation an apply of r's object produced.
-func (w *writtenGenerations) note(r ref, generation int64) {
+type writtenMark struct {
+	uid        string
+	generation int64
+	at         time.Time
+}
+
+// markAbsentFor is how long an object this driver wrote may be missing
+// from the informer cache before the record of the write is dropped: far
+// longer than a watch event takes to arrive while the management cluster
+// answers (and while it does not, nothing is observed).
+const markAbsentFor = 10 * time.Minute
+
+// note records the object (uid) and generation an apply of r's object
+// produced at now.
+func (w *writtenGenerations) note(r ref, uid string, generation int64, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string]int64{}
+		w.m = map[string]writtenMark{}
 	}
-	w.m[r.String()] = generation
+	w.m[r.String()] = writtenMark{uid: uid, generation: generation, at: now}
 }
 
-// behind reports whether the cached object of r (at generation, 0 when
-// absent) is older than what this driver last wrote: what the cache shows
-// then still describes the spec before our change, and judging an upgrade,
-// a resize or the add-ons by it would call them done before Cluster API
-// has seen the change. Once the cache has caught up the record is dropped.
-func (w *writtenGenerations) behind(r ref, generation int64) bool {
+// behind reports whether the cached object of r (uid and generation; ""
+// and 0 when the cache has none) is older than what this driver last
+// wrote: what the cache shows then still describes the spec before our
+// change, and judging an upgrade, a resize or the add-ons by it would call
+// them done before Cluster API has seen the change.
+func (w *writtenGenerations) behind(r ref, uid string, generation int64, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := r.String()
@@ -71,9 +89,26 @@ func (w *writtenGenerations) behind(r ref, generation int64) bool {
 	if !ok {
 		return false
 	}
-	if generation >= want {
+	switch {
+	case uid == "" && now.Sub(want.at) < markAbsentFor:
+		return true // not in the cache yet
+	case uid == "" || uid != want.uid || generation >= want.generation:
 		delete(w.m, key)
 		return false
 	}
 	return true
+}
+
+// forget drops the record of r (its cluster is being deleted, or gone).
+func (w *writtenGenerations) forget(r ref) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, r.String())
+}
+
+// size is the number of records held.
+func (w *writtenGenerations) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
 }

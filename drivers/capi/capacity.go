@@ -3,7 +3,6 @@ package capi
 import (
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -35,35 +34,11 @@ const (
 // immutable in Nova (a changed one is a new id), a name may move.
 const flavorTTL = time.Hour
 
-// flavorCache caches flavors by cloud and id or name. The zero value is
-// ready.
-type flavorCache struct {
-	mu      sync.Mutex
-	entries map[flavorKey]flavorEntry
-}
-
+// flavorKey names a flavor or image looked up in a cloud with a credential.
 type flavorKey struct{ authURL, region, credential, flavor string }
 
-type flavorEntry struct {
-	f  cloudsweep.Flavor
-	at time.Time
-}
-
-func (fc *flavorCache) get(k flavorKey, now time.Time) (cloudsweep.Flavor, bool) {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	e, ok := fc.entries[k]
-	return e.f, ok && now.Sub(e.at) < flavorTTL
-}
-
-func (fc *flavorCache) put(k flavorKey, f cloudsweep.Flavor, now time.Time) {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	if fc.entries == nil {
-		fc.entries = map[flavorKey]flavorEntry{}
-	}
-	fc.entries[k] = flavorEntry{f, now}
-}
+// cacheEntries bounds each of the driver's cloud lookup caches.
+const cacheEntries = 4096
 
 // capacityAnnotations are the capacity annotations of a node of flavor f
 // whose root disk is bootGiB (0: the flavor's).

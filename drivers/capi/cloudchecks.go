@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
@@ -210,36 +209,17 @@ func (d *Driver) checkImage(ctx context.Context, cloud cloudsweep.Cloud, image, 
 // image looks an image up, cached for imageTTL.
 func (d *Driver) image(ctx context.Context, cloud cloudsweep.Cloud, image string) (cloudsweep.Image, error) {
 	k := flavorKey{cloud.AuthURL, cloud.Region, cloud.ApplicationCredentialID, "image:" + image}
-	d.images.mu.Lock()
-	e, ok := d.images.entries[k]
-	d.images.mu.Unlock()
-	if ok && d.now().Sub(e.at) < imageTTL {
-		return e.img, nil
+	if img, ok := d.images.get(k, d.now()); ok {
+		return img, nil
 	}
 	img, err := d.deps.Images.Image(ctx, cloud, image)
 	if err != nil {
 		return img, err
 	}
-	d.images.mu.Lock()
-	defer d.images.mu.Unlock()
-	if d.images.entries == nil {
-		d.images.entries = map[flavorKey]imageEntry{}
-	}
-	d.images.entries[k] = imageEntry{img, d.now()}
+	d.images.put(k, img, d.now())
 	return img, nil
 }
 
-// imageCache caches images by cloud and id or name. The zero value is
-// ready.
-type imageCache struct {
-	mu      sync.Mutex
-	entries map[flavorKey]imageEntry
-}
-
-type imageEntry struct {
-	img cloudsweep.Image
-	at  time.Time
-}
 
 // deleteNodeGroupServerGroup deletes a deleted nodegroup's Nova server
 // group (the control plane's and the other nodegroups' stay). Failing is

@@ -47,6 +47,10 @@ func (d *Driver) deleteCluster(ctx context.Context, c *objects.Cluster) error {
 		return fmt.Errorf("capi: annotate Cluster %s for deletion: %w", r, err)
 	}
 	d.noteDeleteRequested(r, now)
+	// What an earlier apply changed no longer matters: the deletion is
+	// what is pending now.
+	d.written.forget(r)
+	d.addOnsWritten.forget(r)
 	d.sweepBeforeDelete(ctx, c, r.Namespace)
 	// Background, not foreground: Cluster API's own finalizer tears the
 	// cluster down in order (workers, control plane, then the

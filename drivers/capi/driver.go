@@ -68,8 +68,8 @@ type Driver struct {
 	classes classSet
 	// flavors caches the flavors of capacity annotations and of the
 	// minimum sizes, images the images checkImage looks up.
-	flavors flavorCache
-	images  imageCache
+	flavors *ttlCache[flavorKey, cloudsweep.Flavor]
+	images  *ttlCache[flavorKey, cloudsweep.Image]
 	deps    Deps
 	log     *slog.Logger
 	now     func() time.Time
@@ -181,7 +181,9 @@ func New(opts Options, deps Deps, log *slog.Logger) (*Driver, error) {
 	if now == nil {
 		now = time.Now
 	}
-	d := &Driver{opts: opts, classes: classes, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1)}
+	d := &Driver{opts: opts, classes: classes, deps: deps, log: log.With("driver", DriverName), now: now, probeKick: make(chan struct{}, 1),
+		flavors: newTTLCache[flavorKey, cloudsweep.Flavor](flavorTTL, cacheEntries),
+		images:  newTTLCache[flavorKey, cloudsweep.Image](imageTTL, cacheEntries)}
 	if opts.AddOns.Enabled {
 		d.charts = addons.NewCharts(opts.AddOns.CacheDir, nil)
 	}

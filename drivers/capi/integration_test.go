@@ -1223,6 +1223,13 @@ func TestDeleteWaitsForTheClusterThenRemovesSecrets(t *testing.T) {
 	if len(e.creds.revoked) != 1 || e.creds.revoked[0] != "appcred-1" {
 		t.Errorf("revoked = %v", e.creds.revoked)
 	}
+	// Nothing of the cluster stays in the driver's memory.
+	e.d.deleteMu.Lock()
+	_, held := e.d.deleteRequested[p.r.String()]
+	e.d.deleteMu.Unlock()
+	if n, m := e.d.written.size(), e.d.addOnsWritten.size(); n != 0 || m != 0 || held {
+		t.Errorf("after DELETE_COMPLETE the driver still holds %d Cluster and %d add-on write records, delete record %v", n, m, held)
+	}
 	// Deleting again is harmless.
 	if err := e.deleteCluster(ctx, c); err != nil {
 		t.Error(err)
@@ -1357,7 +1364,8 @@ func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
 	c, p := createdCluster(t, e, map[string]int32{"default-worker": 1})
 	gen := e.getCluster(t, p.r).Generation
 	c.Status = objects.UpdateInProgress
-	e.d.written.note(p.r, gen+1) // our apply produced a spec the cache has not seen
+	uid := string(e.getCluster(t, p.r).UID)
+	e.d.written.note(p.r, uid, gen+1, e.d.now()) // our apply produced a spec the cache has not seen
 	for i := 0; i < 3; i++ {
 		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
 			t.Fatal(err)
@@ -1366,7 +1374,7 @@ func TestStatusWaitsForTheCacheToSeeOurWrite(t *testing.T) {
 			t.Fatalf("judged from a stale cache: %s (%s)", c.Status, deref(c.StatusReason))
 		}
 	}
-	e.d.written.note(p.r, gen) // the cache holds what we wrote
+	e.d.written.note(p.r, uid, gen, e.d.now()) // the cache holds what we wrote
 	e.syncUntil(t, c, objects.UpdateComplete, "")
 }
 

@@ -49,11 +49,12 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 	obs := observation{Deployments: map[string]*clusterv1.MachineDeployment{}}
 	if ok {
 		obs = d.cache.Load().observe(r.Namespace, r.Name)
+		var uid string
 		var generation int64
 		if obs.Cluster != nil {
-			generation = obs.Cluster.Generation
+			uid, generation = string(obs.Cluster.UID), obs.Cluster.Generation
 		}
-		if d.written.behind(r, generation) {
+		if d.written.behind(r, uid, generation, now) {
 			// What the cache shows is older than our last write: nothing in
 			// it is about the change, and the desired state it holds is
 			// behind (the change is not judged reached on it).
@@ -104,6 +105,8 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 	out := v.observation()
 	if out.Phase == drivers.PhaseGone && c.Status == objects.DeleteInProgress {
 		d.noteDeleteRequested(r, time.Time{})
+		d.written.forget(r)
+		d.addOnsWritten.forget(r)
 		ns := r.Namespace
 		if !ok { // create never got as far as stack_id: secrets may still exist
 			ns = namespaceFor(d.opts.NamespacePrefix, deref(c.ProjectID))

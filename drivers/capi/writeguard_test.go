@@ -53,7 +53,7 @@ func TestConcurrentObserveSizesAutoscaledNodeGroupOnce(t *testing.T) {
 	}
 	eventually(t, "the cache shows the autoscaled MachineDeployment", func() (bool, string) {
 		obs := e.d.cache.Load().observe(r.Namespace, r.Name)
-		return obs.Cluster != nil && !e.d.written.behind(r, obs.Cluster.Generation) &&
+		return obs.Cluster != nil && !e.d.written.behind(r, string(obs.Cluster.UID), obs.Cluster.Generation, e.d.now()) &&
 			appliedAutoscaled(obs.Deployments["default-worker"]), "not yet"
 	})
 	ngs := e.nodeGroups(c)
