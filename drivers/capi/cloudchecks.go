@@ -220,7 +220,6 @@ func (d *Driver) image(ctx context.Context, cloud cloudsweep.Cloud, image string
 	return img, nil
 }
 
-
 // deleteNodeGroupServerGroup deletes a deleted nodegroup's Nova server
 // group (the control plane's and the other nodegroups' stay). Failing is
 // logged, not an error: the sweep at the cluster's delete removes every
