@@ -213,6 +213,14 @@ type Observation struct {
 	COEVersion       string
 	ContainerVersion string
 
+	// Health is the cluster's health as this same observation shows it,
+	// for drivers whose health is read from the same source as their
+	// phases (the Cluster API driver's informer cache): the status sync
+	// stores it with the status, so the two never disagree (a cluster that
+	// just reached *_COMPLETE is not UNHEALTHY from a poll a minute old).
+	// Nil, or an empty Status: not reported (the health poll reports it).
+	Health *Health
+
 	// AppliedTemplateID and AppliedKubeTag are the cluster template and
 	// kube_tag the back end's current configuration was built from, when
 	// the driver records them. After a failed upgrade the conductor rolls

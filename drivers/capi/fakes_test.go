@@ -144,6 +144,7 @@ func (e *env) apply(c *objects.Cluster, ngs []*objects.NodeGroup, d statusmachin
 		n := d.Cluster
 		c.Status, c.StatusReason, c.ClusterTemplateID, c.Labels = n.Status, n.StatusReason, n.ClusterTemplateID, n.Labels
 		c.APIAddress, c.CoeVersion, c.ContainerVersion = n.APIAddress, n.CoeVersion, n.ContainerVersion
+		c.HealthStatus, c.HealthStatusReason = n.HealthStatus, n.HealthStatusReason
 	}
 	for _, n := range d.NodeGroups {
 		for _, ng := range ngs {

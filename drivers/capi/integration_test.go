@@ -843,6 +843,18 @@ func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
 		h, _ := mon.PollHealth(context.Background())
 		return h.Status == objects.Healthy, fmt.Sprint(h)
 	})
+	// The status sync stores the same health with the status, from the
+	// same cache read: the row says what the poll says, without waiting
+	// for the health poll's next cycle.
+	if c.HealthStatus != objects.Unhealthy || c.HealthStatusReason["api"] != "RemoteConnectionProbe not reported" {
+		t.Errorf("health stored with CREATE_COMPLETE: %s %v, want the observation's UNHEALTHY", c.HealthStatus, c.HealthStatusReason)
+	}
+	eventually(t, "HEALTHY stored by the status sync", func() (bool, string) {
+		if err := e.updateStatus(context.Background(), c, e.nodeGroups(c)); err != nil {
+			return false, err.Error()
+		}
+		return c.HealthStatus == objects.Healthy && c.Status == objects.CreateComplete, c.Status + " " + c.HealthStatus
+	})
 }
 
 func TestStatusSyncSurvivesMissingAndHalfDeletedObjects(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -114,4 +115,16 @@ func healthOf(obs observation) drivers.Health {
 		status = objects.Unhealthy
 	}
 	return drivers.Health{Status: status, Reason: reason}
+}
+
+// autoHealerReportsHealth is true for a cluster whose health
+// magnum-auto-healer writes (auto_healing_enabled with
+// auto_healing_controller magnum-auto-healer, as Magnum's poll skips them):
+// the driver reports none for it.
+func autoHealerReportsHealth(c *objects.Cluster) bool {
+	switch strings.ToLower(strings.TrimSpace(c.Labels["auto_healing_enabled"])) {
+	case "1", "t", "true", "on", "y", "yes": // oslo's bool_from_string, as the poll reads it
+		return c.Labels["auto_healing_controller"] == "magnum-auto-healer"
+	}
+	return false
 }

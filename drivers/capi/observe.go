@@ -103,6 +103,12 @@ func (d *Driver) Observe(ctx context.Context, req drivers.ObserveRequest) (drive
 		}
 	}
 	out := v.observation()
+	if ok && !autoHealerReportsHealth(c) {
+		// Health from the same cache read as the phases: stored with the
+		// status, so that they never disagree.
+		h := healthOf(obs)
+		out.Health = &h
+	}
 	if out.Phase == drivers.PhaseGone && c.Status == objects.DeleteInProgress {
 		d.noteDeleteRequested(r, time.Time{})
 		d.written.forget(r)

@@ -1,9 +1,11 @@
 package statusmachine
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers"
 )
 
 // Settled reports whether a cluster in status has no operation for the
@@ -39,6 +41,7 @@ func Refresh(in Input) Decision {
 	if o.ContainerVersion != "" && o.ContainerVersion != objects.Deref(c.ContainerVersion) {
 		d.Cluster.ContainerVersion = objects.Str(o.ContainerVersion)
 	}
+	applyHealth(d.Cluster, c, o.Health)
 	for _, row := range in.NodeGroups {
 		ob, ok := o.NodeGroups[row.UUID]
 		if !ok || InProgress(row.Status) {
@@ -59,4 +62,22 @@ func Refresh(in Input) Decision {
 		}
 	}
 	return d
+}
+
+// applyHealth stores on c the health h reports, when it reports one that
+// differs from row's: health_status and health_status_reason, as the
+// health poll stores them (an empty reason is {}).
+func applyHealth(c, row *objects.Cluster, h *drivers.Health) {
+	if h == nil || h.Status == "" {
+		return
+	}
+	reason := h.Reason
+	if reason == nil {
+		reason = map[string]string{}
+	}
+	if h.Status == row.HealthStatus && maps.Equal(reason, row.HealthStatusReason) {
+		return
+	}
+	c.HealthStatus = h.Status
+	c.HealthStatusReason = maps.Clone(reason)
 }

@@ -599,6 +599,7 @@ func (m *machine) cluster() {
 	if o.ContainerVersion != "" && o.ContainerVersion != objects.Deref(row.ContainerVersion) {
 		c.ContainerVersion = objects.Str(o.ContainerVersion)
 	}
+	applyHealth(c, row, o.Health)
 	phase := phaseOf(o.Phase)
 	if !m.clusterReached() {
 		// Nothing the back end shows is about this operation yet: the

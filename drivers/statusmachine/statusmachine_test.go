@@ -573,3 +573,31 @@ func TestRefreshStoresReportedFieldsOfSettledClusters(t *testing.T) {
 		t.Errorf("a cluster in progress is Decide's: %+v", d)
 	}
 }
+
+// The health a driver reports with its observation is stored with the
+// status (Decide and Refresh alike); none reported, or the same as stored,
+// changes nothing.
+func TestHealthIsStoredWithTheStatus(t *testing.T) {
+	healthy := &drivers.Health{Status: objects.Healthy, Reason: map[string]string{"api": "ok"}}
+	d := decide(row(objects.CreateInProgress), defaultNGs(objects.CreateComplete), drivers.Observation{Phase: drivers.PhaseReady,
+		Health: healthy}, false, t0.Add(time.Minute))
+	if d.Cluster.Status != objects.CreateComplete || d.Cluster.HealthStatus != objects.Healthy || d.Cluster.HealthStatusReason["api"] != "ok" {
+		t.Fatalf("decided %s, health %s %v: want CREATE_COMPLETE and HEALTHY from the same observation",
+			d.Cluster.Status, d.Cluster.HealthStatus, d.Cluster.HealthStatusReason)
+	}
+	settled := row(objects.CreateComplete)
+	r := sm.Refresh(sm.Input{Cluster: settled, Observation: drivers.Observation{Health: &drivers.Health{Status: objects.Unhealthy}}, Now: t0})
+	if r.Cluster.HealthStatus != objects.Unhealthy || r.Cluster.HealthStatusReason == nil || len(r.Cluster.HealthStatusReason) != 0 {
+		t.Fatalf("refresh: health %s %v, want UNHEALTHY {}", r.Cluster.HealthStatus, r.Cluster.HealthStatusReason)
+	}
+	for _, h := range []*drivers.Health{nil, {}} {
+		if r := sm.Refresh(sm.Input{Cluster: settled, Observation: drivers.Observation{Health: h}, Now: t0}); r.Changed() {
+			t.Errorf("health %v not reported: changed %v", h, objects.Changes(r.Cluster))
+		}
+	}
+	settled.HealthStatus, settled.HealthStatusReason = objects.Healthy, map[string]string{"api": "ok"}
+	objects.ResetChanges(settled)
+	if r := sm.Refresh(sm.Input{Cluster: settled, Observation: drivers.Observation{Health: healthy}, Now: t0}); r.Changed() {
+		t.Errorf("the stored health reported again: changed %v", objects.Changes(r.Cluster))
+	}
+}
