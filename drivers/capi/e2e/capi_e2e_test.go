@@ -558,55 +558,7 @@ func TestClusterLifecycleCastsThroughCAPIControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry, err := drivers.NewRegistry(nil, drv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(context.Background())
-	// As the conductor starts its drivers' background work (informers).
-	waitDrivers := drivers.StartRunners(runCtx, registry.Drivers(), 10*time.Second, log)
-
-	// The conductor: handlers and indirection behind the real RPC server,
-	// and sync_cluster_status in the periodic runner, as service wires
-	// them (a 1 s spacing instead of Magnum's 10 s, to keep the test short).
-	rec := &recorder{}
-	events := conductor.NewNotifications(rec, store, "openstack", log)
-	timeouts := statusmachine.Timeouts{Create: 10 * time.Minute, Update: 10 * time.Minute, Delete: 10 * time.Minute,
-		Resume: time.Minute + time.Second, ResumeAttempts: 1}
-	handlers, err := conductor.New(conductor.Deps{Store: store, Certs: certs, Drivers: registry, Notifications: events,
-		Log: log, DriverTimeout: time.Minute, Timeouts: timeouts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp := oslo.NewDispatcher()
-	if err := indirection.New(store, log).Register(disp); err != nil {
-		t.Fatal(err)
-	}
-	if err := handlers.Register(disp); err != nil {
-		t.Fatal(err)
-	}
-	api := rpc(t, disp, log)
-	sharder, err := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, periodic.RealClock{}, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncJob, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: timeouts, Spacing: time.Second, Settled: true},
-		periodic.Deps{Store: store, Drivers: registry, Notifier: events, Certs: certs, Sharder: sharder, Log: log, Resumer: handlers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: -1}, log, nil)
-	runner.Add(syncJob, true)
-	runnerDone := make(chan struct{})
-	go func() {
-		defer close(runnerDone)
-		runner.Run(runCtx)
-	}()
-	t.Cleanup(func() {
-		stopRun()
-		<-runnerDone
-		waitDrivers()
-	})
+	api, rec := startConductor(t, store, certs, drv, log)
 
 	// A namespace with nothing of Magnum's in it, for what every namespace
 	// holds.
@@ -873,4 +825,61 @@ func TestClusterLifecycleCastsThroughCAPIControllers(t *testing.T) {
 	if got := rec.all(); !slices.Equal(got, want) {
 		t.Errorf("notifications: %q, want %q", got, want)
 	}
+}
+
+// startConductor runs the conductor under test in process, as package
+// service wires it: drv's background work (its informers), the handlers
+// and the indirection API behind the real oslo RPC server, and
+// sync_cluster_status in the periodic runner (a 1 s spacing instead of
+// Magnum's 10 s, to keep the tests short). It returns the client
+// magnum-api would use and the CADF events' recorder; all of it stops when
+// the test ends.
+func startConductor(t *testing.T, store *db.Store, certs *certmanager.Manager, drv drivers.Driver, log *slog.Logger) (*conductorapi.API, *recorder) {
+	t.Helper()
+	registry, err := drivers.NewRegistry(nil, drv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	// As the conductor starts its drivers' background work (informers).
+	waitDrivers := drivers.StartRunners(runCtx, registry.Drivers(), 10*time.Second, log)
+	rec := &recorder{}
+	events := conductor.NewNotifications(rec, store, "openstack", log)
+	timeouts := statusmachine.Timeouts{Create: 10 * time.Minute, Update: 10 * time.Minute, Delete: 10 * time.Minute,
+		Resume: time.Minute + time.Second, ResumeAttempts: 1}
+	handlers, err := conductor.New(conductor.Deps{Store: store, Certs: certs, Drivers: registry, Notifications: events,
+		Log: log, DriverTimeout: time.Minute, Timeouts: timeouts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp := oslo.NewDispatcher()
+	if err := indirection.New(store, log).Register(disp); err != nil {
+		t.Fatal(err)
+	}
+	if err := handlers.Register(disp); err != nil {
+		t.Fatal(err)
+	}
+	api := rpc(t, disp, log)
+	sharder, err := periodic.NewMembership(periodic.MembershipOptions{Mode: periodic.ShardNone}, nil, periodic.RealClock{}, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncJob, err := periodic.NewSyncClusterStatus(periodic.SyncOptions{Timeouts: timeouts, Spacing: time.Second, Settled: true},
+		periodic.Deps{Store: store, Drivers: registry, Notifier: events, Certs: certs, Sharder: sharder, Log: log, Resumer: handlers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := periodic.NewRunner(periodic.RunnerOptions{Jitter: -1}, log, nil)
+	runner.Add(syncJob, true)
+	runnerDone := make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		runner.Run(runCtx)
+	}()
+	t.Cleanup(func() {
+		stopRun()
+		<-runnerDone
+		waitDrivers()
+	})
+	return api, rec
 }
