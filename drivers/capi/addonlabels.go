@@ -20,7 +20,7 @@ func addOnLabelSpecs() LabelSchema {
 		{Name: "octavia_lb_healthcheck", Type: LabelBool, Default: "true", Anchors: "mcapi",
 			Help: "`create-monitor`: a health monitor per load balancer pool"},
 		{Name: "cinder_csi_enabled", Type: LabelBool, Default: "true", Anchors: "mcapi",
-			Help: "the Cinder CSI plugin (`--cluster=<Cluster name>`) and its StorageClasses (see *StorageClasses*)"},
+			Help: "the Cinder CSI plugin (`--cluster=<Cluster name>`) and its StorageClasses (see the add-ons' *StorageClasses*)"},
 		{Name: "cinder_csi_plugin_tag", Type: LabelString, Unset: chart, Anchors: "mcapi",
 			Help: "cinder-csi-plugin image tag"},
 		{Name: "manila_csi_enabled", Type: LabelBool, Default: "false", Anchors: "mcapi",

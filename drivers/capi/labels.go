@@ -67,8 +67,8 @@ type LabelSchema []LabelSpec
 
 func i64(v int64) *int64 { return &v }
 
-// proxyHelp is the help of http_proxy, https_proxy and no_proxy.
-const proxyHelp = "systemd drop-ins for containerd and the kubelet; the cluster's own networks, `localhost`, `127.0.0.1`, " +
+// proxyHelp ends the help of http_proxy and https_proxy.
+const proxyHelp = " (systemd drop-ins); the cluster's own networks, `localhost`, `127.0.0.1`, " +
 	"`169.254.169.254`, `.svc` and `.<dns_cluster_domain>` are never proxied"
 
 // DefaultLabelSchema returns the labels the driver understands by default.
@@ -127,9 +127,9 @@ func DefaultLabelSchema() LabelSchema {
 
 		// Nodes behind a proxy, and registries (class magnum-v3).
 		{Name: "http_proxy", Type: LabelString, Variable: "proxy", Anchors: "mcapi same (`systemdProxyConfig`); capi-helm none",
-			Help: "HTTP proxy of containerd and the kubelet: " + proxyHelp},
+			Help: "HTTP proxy of containerd and the kubelet" + proxyHelp},
 		{Name: "https_proxy", Type: LabelString, Variable: "proxy", Anchors: "mcapi same (`systemdProxyConfig`); capi-helm none",
-			Help: "HTTPS proxy of containerd and the kubelet: " + proxyHelp},
+			Help: "HTTPS proxy of containerd and the kubelet" + proxyHelp},
 		{Name: "no_proxy", Type: LabelList, Variable: "proxy", Anchors: "mcapi same (`systemdProxyConfig`); capi-helm none",
 			Help: "hosts not proxied, beside the cluster's own networks, `localhost`, `127.0.0.1`, `169.254.169.254`, `.svc` " +
 				"and `.<dns_cluster_domain>`"},
@@ -173,7 +173,7 @@ func DefaultLabelSchema() LabelSchema {
 			Help: "the k8s-keystone-auth token and authorization webhook: its kubeconfig on control-plane nodes " +
 				"(`https://127.0.0.1:8443/webhook`), `--authentication-token-webhook-config-file`, " +
 				"`--authorization-mode=Node,RBAC,Webhook`, `--authorization-webhook-config-file`; the add-ons run the " +
-				"keystone-auth pod (see *Who gets into a workload cluster*)"},
+				"keystone-auth pod (see the add-ons' *Who gets into a workload cluster*)"},
 		{Name: "oidc_issuer_url", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC,
 			Help: "the API server's `--oidc-issuer-url`; the other `oidc_*` labels apply only with an issuer"},
 		{Name: "oidc_client_id", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC, Help: "`--oidc-client-id`"},
