@@ -29,7 +29,7 @@ EXAMPLE := examples/outoftree
 PACKAGING := packaging
 DIST      ?= dist
 
-.PHONY: help build run test race unit bench chaos lint services sample clean bench-capi-scale apihost-deb interop-nightly deb image package-test
+.PHONY: help build run test race unit bench chaos lint services sample docs clean bench-capi-scale apihost-deb interop-nightly deb image package-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -145,6 +145,12 @@ apihost-deb: ## build bin/python3-magnum-conductor-go_*.deb, the Go drivers' ent
 
 sample: ## regenerate etc/magnum/magnum.conf.sample
 	$(GO) run ./config/gen > etc/magnum/magnum.conf.sample
+
+# The option, label and add-on tables of README.md and docs/*.md are
+# generated from the code (between <!-- BEGIN GENERATED: name --> markers);
+# hack/docgen's tests fail when they are stale or a link is broken.
+docs: ## regenerate the generated tables of docs/ and check the documentation's links
+	$(GO) run ./hack/docgen
 
 deb: ## Debian packages magnum-conductor-go and magnum-db-manage-go into dist/ (dpkg-deb; reproducible)
 	$(GO) run -C $(PACKAGING) ./cmd/mkpkg -src $(CURDIR) -out $(abspath $(DIST)) deb

@@ -42,6 +42,7 @@ type optDef struct {
 	choices    []string
 	secret     bool
 	deprecated []optName // older spellings, normalised groups
+	new        bool      // this conductor's own option (the `new` tag, of the option or its group)
 }
 
 type optName struct{ group, name string }
@@ -71,6 +72,7 @@ func definitions() ([]*optDef, error) {
 				return nil, fmt.Errorf("config: %s.%s: %w", gf.Name, f.Name, err)
 			}
 			d.goGroup, d.goField, d.groupIdx, d.fieldIdx = gf.Name, f.Name, gi, fi
+			d.new = d.new || gf.Tag.Get("new") == "true"
 			defs = append(defs, d)
 		}
 	}
@@ -86,6 +88,7 @@ func newOptDef(group string, f reflect.StructField) (*optDef, error) {
 	d.def, d.hasDefault = t.Lookup("default")
 	d.sample, d.hasSample = t.Lookup("sample")
 	d.secret = t.Get("secret") == "true"
+	d.new = t.Get("new") == "true"
 	switch {
 	case f.Type == durationType:
 		d.kind = kindInt

@@ -20,12 +20,15 @@ import (
 //	secret      "true": never printed (redacted in LogValue and the sample)
 //	deprecated  older group.name spellings still read, comma-separated, in order of preference
 //	sample      what the sample file shows instead of the default
+//	new         "true": an option of this conductor's own, which neither Magnum's Python services nor
+//	            the oslo libraries have (on a group's field: every option of the group); the
+//	            documentation lists these apart (docs/configuration.md)
 //
 // Constructors should receive only their own group (cfg.Database, cfg.Rabbit ...).
 type Config struct {
 	Default           DefaultOpts           `group:"DEFAULT"`
 	Conductor         ConductorOpts         `group:"conductor"`
-	Periodic          PeriodicOpts          `group:"periodic"`
+	Periodic          PeriodicOpts          `group:"periodic" new:"true"`
 	Database          DatabaseOpts          `group:"database"`
 	Rabbit            RabbitOpts            `group:"oslo_messaging_rabbit"`
 	Notifications     NotificationsOpts     `group:"oslo_messaging_notifications"`
@@ -35,9 +38,9 @@ type Config struct {
 	ClusterHeat       ClusterHeatOpts       `group:"cluster_heat"`
 	Kubernetes        KubernetesOpts        `group:"kubernetes"`
 	Drivers           DriversOpts           `group:"drivers"`
-	CAPIDriver        CAPIDriverOpts        `group:"capi_driver"`
+	CAPIDriver        CAPIDriverOpts        `group:"capi_driver" new:"true"`
 	Cinder            CinderOpts            `group:"cinder"`
-	SimulatedDriver   SimulatedDriverOpts   `group:"simulated_driver"`
+	SimulatedDriver   SimulatedDriverOpts   `group:"simulated_driver" new:"true"`
 	Trust             TrustOpts             `group:"trust"`
 	KeystoneAuth      KeystoneAuthOpts      `group:"keystone_auth"`
 	KeystoneAuthtoken KeystoneAuthtokenOpts `group:"keystone_authtoken"`
@@ -91,13 +94,13 @@ type ConductorOpts struct {
 	Topic                        string        `ini:"topic" default:"magnum-conductor" help:"The queue to add conductor tasks to."`
 	Workers                      int           `ini:"workers" min:"0" help:"Number of magnum-conductor processes to fork and run. Default to number of CPUs on the host."`
 	ConductorLifeCheckTimeout    time.Duration `ini:"conductor_life_check_timeout" unit:"s" default:"4" help:"RPC timeout for the conductor liveness check that is used for cluster locking."`
-	MetricsListen                string        `ini:"metrics_listen" type:"listen" default:"" help:"Address (host:port, or :port, or a bare port) on which to serve Prometheus metrics and health checks. Empty disables the listener. Without a host the listener binds to 127.0.0.1 only."`
-	ShutdownGracePeriod          time.Duration `ini:"shutdown_grace_period" unit:"s" default:"30" min:"0" help:"Seconds to let in-flight RPC calls and periodic jobs finish after SIGTERM before the process exits."`
-	DriverCallTimeout            time.Duration `ini:"driver_call_timeout" unit:"s" default:"300" min:"1" help:"magnum-conductor (Go) only: seconds a cluster driver's operation (create, update, resize, upgrade, delete, nodegroup operations) may take before the conductor gives up on it and fails the operation. Drivers start long operations and return; their completion is observed by sync_cluster_status."`
-	InterruptedOperationTimeout  time.Duration `ini:"interrupted_operation_timeout" unit:"s" default:"0" min:"0" help:"magnum-conductor (Go) only: seconds after which an operation claimed in the database but never handed to its driver (its conductor killed, or its database lost, between the two) is resumed by a live conductor: a create still without stack_id, or a change the driver's back end does not show, counted from the cluster's last update. 0 means driver_call_timeout plus one sync_cluster_status interval (10 s), so that a conductor still handling the operation is never overtaken; shorter values risk calling the driver twice at once (harmless for an idempotent driver, but wasteful)."`
-	InterruptedOperationAttempts int           `ini:"interrupted_operation_attempts" default:"3" min:"0" help:"magnum-conductor (Go) only: how many times an interrupted operation (see interrupted_operation_timeout) is resumed before it is failed with a reason saying what happened. 0 fails it at the first interruption."`
-	UpdateTimeout                time.Duration `ini:"update_timeout" unit:"min" default:"-1" min:"-1" help:"magnum-conductor (Go) only: minutes a cluster update (cluster_update, cluster_resize, cluster_upgrade, a nodegroup operation) may stay UPDATE_IN_PROGRESS without converging before sync_cluster_status marks it UPDATE_FAILED with a reason naming what did not converge, counted from when the driver's back end took the update up (drivers that do not report it have no deadline). -1 bounds an update as Magnum's Heat driver does, by the stack's timeout: the cluster's create_timeout, else [cluster_heat] create_timeout. 0 sets no deadline."`
-	ReleaseStartupPages          bool          `ini:"release_startup_pages" default:"true" help:"15 seconds after it starts serving, ask the kernel to page out the executable's code and read-only data (madvise MADV_PAGEOUT, Linux 5.4 or later), so that the pages only start-up used (package initialisers) are no longer resident. Pages still in use are read back from the file on their next use."`
+	MetricsListen                string        `ini:"metrics_listen" new:"true" type:"listen" default:"" help:"Address (host:port, or :port, or a bare port) on which to serve Prometheus metrics and health checks. Empty disables the listener. Without a host the listener binds to 127.0.0.1 only."`
+	ShutdownGracePeriod          time.Duration `ini:"shutdown_grace_period" new:"true" unit:"s" default:"30" min:"0" help:"Seconds to let in-flight RPC calls and periodic jobs finish after SIGTERM before the process exits."`
+	DriverCallTimeout            time.Duration `ini:"driver_call_timeout" new:"true" unit:"s" default:"300" min:"1" help:"magnum-conductor (Go) only: seconds a cluster driver's operation (create, update, resize, upgrade, delete, nodegroup operations) may take before the conductor gives up on it and fails the operation. Drivers start long operations and return; their completion is observed by sync_cluster_status."`
+	InterruptedOperationTimeout  time.Duration `ini:"interrupted_operation_timeout" new:"true" unit:"s" default:"0" min:"0" help:"magnum-conductor (Go) only: seconds after which an operation claimed in the database but never handed to its driver (its conductor killed, or its database lost, between the two) is resumed by a live conductor: a create still without stack_id, or a change the driver's back end does not show, counted from the cluster's last update. 0 means driver_call_timeout plus one sync_cluster_status interval (10 s), so that a conductor still handling the operation is never overtaken; shorter values risk calling the driver twice at once (harmless for an idempotent driver, but wasteful)."`
+	InterruptedOperationAttempts int           `ini:"interrupted_operation_attempts" new:"true" default:"3" min:"0" help:"magnum-conductor (Go) only: how many times an interrupted operation (see interrupted_operation_timeout) is resumed before it is failed with a reason saying what happened. 0 fails it at the first interruption."`
+	UpdateTimeout                time.Duration `ini:"update_timeout" new:"true" unit:"min" default:"-1" min:"-1" help:"magnum-conductor (Go) only: minutes a cluster update (cluster_update, cluster_resize, cluster_upgrade, a nodegroup operation) may stay UPDATE_IN_PROGRESS without converging before sync_cluster_status marks it UPDATE_FAILED with a reason naming what did not converge, counted from when the driver's back end took the update up (drivers that do not report it have no deadline). -1 bounds an update as Magnum's Heat driver does, by the stack's timeout: the cluster's create_timeout, else [cluster_heat] create_timeout. 0 sets no deadline."`
+	ReleaseStartupPages          bool          `ini:"release_startup_pages" new:"true" default:"true" help:"15 seconds after it starts serving, ask the kernel to page out the executable's code and read-only data (madvise MADV_PAGEOUT, Linux 5.4 or later), so that the pages only start-up used (package initialisers) are no longer resident. Pages still in use are read back from the file on their next use."`
 }
 
 // WorkerCount is Workers, or the number of CPUs when unset or 0 (as
@@ -125,7 +128,7 @@ type DatabaseOpts struct {
 	MaxRetries            int           `ini:"max_retries" default:"10" deprecated:"DEFAULT.sql_max_retries,DATABASE.sql_max_retries" help:"Maximum number of database connection retries during startup. Set to -1 to specify an infinite retry count."`
 	RetryInterval         time.Duration `ini:"retry_interval" unit:"s" default:"10" deprecated:"DEFAULT.sql_retry_interval,DATABASE.reconnect_interval" help:"Interval between retries of opening a SQL connection."`
 	MySQLEngine           string        `ini:"mysql_engine" default:"InnoDB" help:"MySQL engine to use."`
-	MySQLIOTimeout        time.Duration `ini:"mysql_io_timeout" unit:"s" default:"30" min:"0" help:"magnum-conductor (Go) only, not an oslo.db option: seconds a read or write on a MySQL connection may wait before the statement fails, so that a database that stops answering (a network partition, a hung server) gives the caller an error instead of holding it until the kernel gives up on the connection. 0 waits forever."`
+	MySQLIOTimeout        time.Duration `ini:"mysql_io_timeout" new:"true" unit:"s" default:"30" min:"0" help:"magnum-conductor (Go) only, not an oslo.db option: seconds a read or write on a MySQL connection may wait before the statement fails, so that a database that stops answering (a network partition, a hung server) gives the caller an error instead of holding it until the kernel gives up on the connection. 0 waits forever."`
 	MySQLSQLMode          string        `ini:"mysql_sql_mode" default:"TRADITIONAL" help:"The SQL mode to be used for MySQL sessions. This option, including the default, overrides any server-set SQL mode. To use whatever SQL mode is set by the server configuration, set this to no value. Example: mysql_sql_mode="`
 	ConnectionDebug       int           `ini:"connection_debug" default:"0" min:"0" max:"100" deprecated:"DEFAULT.sql_connection_debug" help:"Verbosity of SQL debugging information: 0=None, 100=Everything."`
 	SqliteSynchronous     bool          `ini:"sqlite_synchronous" default:"true" deprecated:"DEFAULT.sqlite_synchronous" help:"If True, SQLite uses synchronous mode."`
@@ -170,8 +173,8 @@ type RabbitOpts struct {
 	KombuCompression                 string        `ini:"kombu_compression" help:"EXPERIMENTAL: Possible values are: gzip, bz2. If not set compression will not be used. This option may not be available in future versions."`
 	EnableCancelOnFailover           bool          `ini:"enable_cancel_on_failover" default:"false" help:"Enable x-cancel-on-ha-failover flag so that rabbitmq server will cancel and notify consumers when queue is down"`
 	DirectMandatoryFlag              bool          `ini:"direct_mandatory_flag" default:"true" help:"Enable/Disable the RabbitMQ mandatory flag for direct send. The direct send is used as reply, so the MessageUndeliverable exception is raised in case the client queue does not exist."`
-	ReconnectIntervalMax             time.Duration `ini:"reconnect_interval_max" type:"float" unit:"s" default:"1.0" min:"0" help:"magnum-conductor (Go) only, not an oslo.messaging option: the longest wait, in seconds, between two attempts to reach the broker. The first attempt after a lost connection is immediate; the waits then grow as oslo.messaging makes them grow from rabbit_retry_interval, rabbit_retry_backoff, rabbit_interval_max and kombu_reconnect_delay, but never past this, so that a broker that is back (and the queues declared again) is found within it. 0 leaves oslo.messaging's schedule uncapped."`
-	MaxMessageSize                   int           `ini:"max_message_size" default:"1048576" min:"4096" max:"536870912" help:"magnum-conductor (Go) only, not an oslo.messaging option: the largest RPC request, in bytes, the conductor reads. A larger one (RabbitMQ accepts up to 128 MiB) is never read into memory: its body is dropped as it arrives, a call gets InvalidParameterValue back, and it is logged. It also bounds what a compressed request may expand to, and with rabbit_qos_prefetch_count unset the prefetch is at most 64 MiB worth of such requests. magnum-api's requests are tens of KiB."`
+	ReconnectIntervalMax             time.Duration `ini:"reconnect_interval_max" new:"true" type:"float" unit:"s" default:"1.0" min:"0" help:"magnum-conductor (Go) only, not an oslo.messaging option: the longest wait, in seconds, between two attempts to reach the broker. The first attempt after a lost connection is immediate; the waits then grow as oslo.messaging makes them grow from rabbit_retry_interval, rabbit_retry_backoff, rabbit_interval_max and kombu_reconnect_delay, but never past this, so that a broker that is back (and the queues declared again) is found within it. 0 leaves oslo.messaging's schedule uncapped."`
+	MaxMessageSize                   int           `ini:"max_message_size" new:"true" default:"1048576" min:"4096" max:"536870912" help:"magnum-conductor (Go) only, not an oslo.messaging option: the largest RPC request, in bytes, the conductor reads. A larger one (RabbitMQ accepts up to 128 MiB) is never read into memory: its body is dropped as it arrives, a call gets InvalidParameterValue back, and it is logged. It also bounds what a compressed request may expand to, and with rabbit_qos_prefetch_count unset the prefetch is at most 64 MiB worth of such requests. magnum-api's requests are tens of KiB."`
 }
 
 // NotificationsOpts is the [oslo_messaging_notifications] group.
@@ -195,8 +198,8 @@ type X509Opts struct {
 	AllowedKeyUsage        []string `ini:"allowed_key_usage" default:"Digital Signature,Key Encipherment,Non Repudiation" help:"List of allowed x509 key usage. Available values: \"Digital Signature\", \"Non Repudiation\", \"Key Encipherment\", \"Data Encipherment\", \"Key Agreement\", \"Certificate Sign\", \"CRL Sign\", \"Encipher Only\", \"Decipher Only\""`
 	TermOfValidity         int      `ini:"term_of_validity" default:"1825" min:"1" help:"Number of days for which a certificate is valid."`
 	RSAKeySize             int      `ini:"rsa_key_size" default:"2048" min:"1024" help:"Size of generated private key."`
-	KeyPoolSize            int      `ini:"key_pool_size" default:"4" min:"0" help:"Number of RSA private keys generated ahead of time in the background, so that cluster creation does not wait for key generation. 0 disables the pool."`
-	RefuseSystemMastersCSR bool     `ini:"refuse_system_masters_csr" default:"true" help:"Refuse to sign certificate signing requests whose subject organization is system:masters (Kubernetes cluster-admin) unless the caller has the admin role. Magnum signs them for anyone allowed certificate:create, and python-magnumclient's 'openstack coe cluster config' asks for system:masters: set this to false to let project members get a kubeconfig as with Magnum."`
+	KeyPoolSize            int      `ini:"key_pool_size" new:"true" default:"4" min:"0" help:"Number of RSA private keys generated ahead of time in the background, so that cluster creation does not wait for key generation. 0 disables the pool."`
+	RefuseSystemMastersCSR bool     `ini:"refuse_system_masters_csr" new:"true" default:"true" help:"Refuse to sign certificate signing requests whose subject organization is system:masters (Kubernetes cluster-admin) unless the caller has the admin role. Magnum signs them for anyone allowed certificate:create, and python-magnumclient's 'openstack coe cluster config' asks for system:masters: set this to false to let project members get a kubeconfig as with Magnum."`
 }
 
 // ClusterOpts is the [cluster] group.
@@ -218,10 +221,10 @@ type ClusterHeatOpts struct {
 // KubernetesOpts is the [kubernetes] group (health polling).
 type KubernetesOpts struct {
 	HealthPollingInterval     time.Duration `ini:"health_polling_interval" unit:"s" default:"60" help:"The default polling interval for Kubernetes cluster health. If this number is negative the periodic task will be disabled."`
-	HealthConnectTimeout      time.Duration `ini:"health_connect_timeout" unit:"s" default:"5" min:"1" help:"Seconds to wait for a TCP/TLS connection to a cluster's Kubernetes API during a health poll."`
-	HealthRequestTimeout      time.Duration `ini:"health_request_timeout" unit:"s" default:"10" min:"1" help:"Seconds a whole health request to a cluster's Kubernetes API may take."`
-	HealthPollWorkers         int           `ini:"health_poll_workers" default:"128" min:"1" help:"Maximum number of clusters polled for health at the same time. Polls wait on the network, so the pool is large: each unreachable API server holds a worker for up to health_connect_timeout."`
-	HealthKeepStatusOnError   bool          `ini:"health_keep_status_on_error" default:"false" help:"When a health poll fails (the API is unreachable), keep the cluster's previous health_status instead of setting UNKNOWN."`
+	HealthConnectTimeout      time.Duration `ini:"health_connect_timeout" new:"true" unit:"s" default:"5" min:"1" help:"Seconds to wait for a TCP/TLS connection to a cluster's Kubernetes API during a health poll."`
+	HealthRequestTimeout      time.Duration `ini:"health_request_timeout" new:"true" unit:"s" default:"10" min:"1" help:"Seconds a whole health request to a cluster's Kubernetes API may take."`
+	HealthPollWorkers         int           `ini:"health_poll_workers" new:"true" default:"128" min:"1" help:"Maximum number of clusters polled for health at the same time. Polls wait on the network, so the pool is large: each unreachable API server holds a worker for up to health_connect_timeout."`
+	HealthKeepStatusOnError   bool          `ini:"health_keep_status_on_error" new:"true" default:"false" help:"When a health poll fails (the API is unreachable), keep the cluster's previous health_status instead of setting UNKNOWN."`
 	KeystoneAuthDefaultPolicy string        `ini:"keystone_auth_default_policy" default:"/etc/magnum/keystone_auth_default_policy.json" help:"Explicitly specify the path to the file defined default Keystone auth policy for Kubernetes cluster when the Keystone auth is enabled. Vendors can put their specific default policy here"`
 	PostInstallManifestURL    string        `ini:"post_install_manifest_url" default:"" help:"An URL of the manifest file will be installed after the Kubernetes cluster created. For exmaple, this could be a file including the vendor specific storage class."`
 }

@@ -10,7 +10,10 @@ import (
 // of a nodegroup: comma- or space-separated, as magnum-capi-helm writes it.
 func extraNetworkNamesSpec() LabelSpec {
 	return LabelSpec{Name: "extra_network_names", Type: LabelList, SpaceSeparated: true, Variable: "extraNetworks",
-		Help: "Neutron networks (names, comma- or space-separated) worker nodes get a port on, beside the cluster's"}
+		Anchors: "capi-helm same (it deprecates `extra_network_name`); mcapi none",
+		Help: "Neutron networks (by name, comma- or space-separated) on each of which worker nodes get a port after their " +
+			"port on the cluster's network, e.g. for CephFS or a storage network; a nodegroup's own replace the " +
+			"cluster's. The control plane gets none"}
 }
 
 // extraNetworks is the extraNetworks variable (class magnum-v4): the

@@ -53,15 +53,26 @@ const (
 const variableHealthCheck = "(healthCheck)"
 
 func healingLabelSpecs() LabelSchema {
+	const (
+		anchors  = "this driver's: mcapi hard-codes 5 minutes, capi-helm passes only `enabled`"
+		anchors2 = "this driver's; mcapi: 80 % fixed"
+		duration = "; a duration (`90s`, `10m`, `1h30m`) or seconds. The cluster's applies to the control plane and the " +
+			"workers, a worker nodegroup's own overrides the cluster's for its machines"
+	)
 	return LabelSchema{
 		{Name: "auto_healing_unhealthy_timeout", Type: LabelDuration, Min: i64(30), Max: i64(86400), Variable: variableHealthCheck,
-			Help: "how long a Node may be not Ready (or Unknown) before its Machine is replaced; the class's default is 5m"},
+			Unset: "the class's: `5m`", Anchors: anchors,
+			Help: "how long a Node may be not Ready (or Unknown) before its Machine is replaced" + duration},
 		{Name: "auto_healing_node_startup_timeout", Type: LabelDuration, Min: i64(30), Max: i64(86400), Variable: variableHealthCheck,
-			Help: "how long a Machine may be without a Node before it is replaced; the class's default is 20m"},
+			Unset: "the class's: `20m`", Anchors: anchors,
+			Help: "how long a Machine may be without a Node before it is replaced" + duration},
 		{Name: "auto_healing_max_unhealthy", Type: LabelIntOrPercent, Min: i64(0), Max: i64(1000), Variable: variableHealthCheck,
-			Help: "remediation of a nodegroup's workers pauses when more of its Machines are unhealthy; the class's default is 40%"},
+			Unset: "the class's: `40%`", Anchors: anchors2,
+			Help: "remediation of a nodegroup's workers pauses while more of its Machines than this are unhealthy (a " +
+				"count or a percentage); a worker nodegroup's own value over the cluster's"},
 		{Name: "auto_healing_control_plane_max_unhealthy", Type: LabelIntOrPercent, Min: i64(0), Max: i64(7), Variable: variableHealthCheck,
-			Help: "remediation of the control plane pauses when more of its Machines are unhealthy; the class's default is 1"},
+			Unset: "the class's: `1`", Anchors: anchors2,
+			Help: "remediation of the control plane pauses while more of its Machines than this are unhealthy (a count or a percentage)"},
 	}
 }
 

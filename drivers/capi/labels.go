@@ -39,7 +39,18 @@ type LabelSpec struct {
 	Enum    []string
 	Min     *int64
 	Max     *int64
-	Help    string
+	// Help says what the label does here, for operators: the label table
+	// of docs/capi-driver.md is generated from the schema (make docs),
+	// so it is written as that table's cell (Markdown, `code` spans).
+	Help string
+	// Unset says what applies when the label is absent and Default is
+	// "" (for the documentation only).
+	Unset string
+	// Anchors says how the two Cluster API anchors, vexxhost's
+	// magnum-cluster-api ("mcapi") and magnum-capi-helm ("capi-helm"),
+	// read the label: "same" when both read it as this driver does (for
+	// the documentation only).
+	Anchors string
 	// Variable is the ClusterClass variable that carries the label to the
 	// nodes; "" when the driver itself applies it. A cluster whose class
 	// does not declare it cannot apply the label (see LabelWarnings).
@@ -56,66 +67,130 @@ type LabelSchema []LabelSpec
 
 func i64(v int64) *int64 { return &v }
 
+// proxyHelp ends the help of http_proxy and https_proxy.
+const proxyHelp = " (systemd drop-ins); the cluster's own networks, `localhost`, `127.0.0.1`, " +
+	"`169.254.169.254`, `.svc` and `.<dns_cluster_domain>` are never proxied"
+
 // DefaultLabelSchema returns the labels the driver understands by default.
 func DefaultLabelSchema() LabelSchema {
+	const mcapi, mcapiOIDC, mcapiAudit = "mcapi same", "mcapi same (`openidConnect`)", "mcapi same"
 	return append(LabelSchema{
-		{Name: "kube_tag", Type: LabelVersion, Default: "v1.33.4", Help: "Kubernetes version"},
-		{Name: "availability_zone", Type: LabelString, Help: "Nova AZ of worker nodes"},
-		{Name: "control_plane_availability_zones", Type: LabelList, Help: "failure domains of the control plane"},
-		{Name: "boot_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(16384), Help: "root volume GiB; 0 boots from the image"},
-		{Name: "boot_volume_type", Type: LabelString, Help: "Cinder volume type of the root volume"},
-		{Name: "etcd_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(1024), Variable: "etcdVolume", Help: "GiB of etcd's own Cinder volume; 0: etcd on the root disk"},
-		{Name: "etcd_volume_type", Type: LabelString, Variable: "etcdVolume", Help: "Cinder volume type of etcd's volume"},
-		{Name: "docker_volume_type", Type: LabelString, Variable: "containerVolume", Help: "Cinder volume type of the container runtime volume (docker_volume_size)"},
-		{Name: "fixed_subnet_cidr", Type: LabelCIDR, Default: "10.0.0.0/24"},
-		{Name: "calico_ipv4pool", Type: LabelCIDR, Default: "10.100.0.0/16"},
-		{Name: "service_cluster_ip_range", Type: LabelCIDR, Default: "10.254.0.0/16"},
-		{Name: "dns_cluster_domain", Type: LabelString, Default: "cluster.local"},
-		{Name: "network_driver", Type: LabelEnum, Enum: []string{"calico", "cilium"}, Default: "calico"},
-		{Name: "octavia_provider", Type: LabelEnum, Enum: []string{"amphora", "ovn"}, Default: "amphora"},
-		{Name: "master_lb_floating_ip_enabled", Type: LabelBool},
-		{Name: "api_master_lb_allowed_cidrs", Type: LabelCIDRs},
-		{Name: "auto_healing_enabled", Type: LabelBool, Default: "true"},
-		{Name: "auto_scaling_enabled", Type: LabelBool, Default: "false"},
-		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000)},
-		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000)},
-		{Name: "autoscaler_tag", Type: LabelString, Help: "cluster-autoscaler image tag; default v<kube minor>.0"},
+		{Name: "kube_tag", Type: LabelVersion, Default: "v1.33.4", Anchors: "mcapi same; capi-helm reads the image's `kube_version`",
+			Help: "Kubernetes version: `spec.topology.version`; the image's `kube_version`, when set, must be its minor (see *Images and flavors*)"},
+		{Name: "availability_zone", Type: LabelString, Anchors: "same",
+			Help: "Nova availability zone of the worker nodes: the MachineDeployment's failure domain"},
+		{Name: "control_plane_availability_zones", Type: LabelList, Anchors: mcapi,
+			Help: "failure domains of the control plane: the OpenStackCluster's control-plane availability zones"},
+		{Name: "boot_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(16384), Anchors: "same",
+			Help: "root volume of the machines, in GiB; `0` boots from the image. A nodegroup's own value overrides the cluster's for its machines"},
+		{Name: "boot_volume_type", Type: LabelString, Anchors: "same",
+			Help: "Cinder volume type of the root volume; a nodegroup's own value overrides the cluster's for its machines"},
+		{Name: "etcd_volume_size", Type: LabelInt, Default: "0", Min: i64(0), Max: i64(1024), Variable: "etcdVolume",
+			Anchors: "mcapi same; capi-helm also `etcd_blockdevice_*`",
+			Help: "GiB of etcd's own Cinder volume: the control plane's `/dev/vdb`, ext4 `etcd_disk` at `/var/lib/etcd`, " +
+				"data in `/var/lib/etcd/data`; `0`: etcd on the root disk"},
+		{Name: "etcd_volume_type", Type: LabelString, Variable: "etcdVolume", Anchors: mcapi,
+			Help: "Cinder volume type of etcd's volume"},
+		{Name: "docker_volume_type", Type: LabelString, Variable: "containerVolume", Anchors: mcapi,
+			Help: "Cinder volume type of the container runtime volume at `/var/lib/containerd` (the next disk after etcd's), " +
+				"whose size is the template's, cluster's or nodegroup's `docker_volume_size` field"},
+		{Name: "fixed_subnet_cidr", Type: LabelCIDR, Default: "10.0.0.0/24", Anchors: "same",
+			Help: "the cluster's managed subnet"},
+		{Name: "calico_ipv4pool", Type: LabelCIDR, Default: "10.100.0.0/16", Anchors: "same",
+			Help: "the pod network: the Cluster's `clusterNetwork.pods` (unless `network_driver=cilium` sets `cilium_ipv4pool`) and Calico's IP pool"},
+		{Name: "service_cluster_ip_range", Type: LabelCIDR, Default: "10.254.0.0/16", Anchors: "same",
+			Help: "the Cluster's service network"},
+		{Name: "dns_cluster_domain", Type: LabelString, Default: "cluster.local", Anchors: "same",
+			Help: "the Cluster's service domain"},
+		{Name: "network_driver", Type: LabelEnum, Enum: []string{"calico", "cilium"}, Default: "calico", Anchors: "same",
+			Help: "the CNI add-on: `calico` (Tigera's operator chart, IP-in-IP, the protocol CAPO's security groups open) or " +
+				"`cilium`; anything else is refused at create"},
+		{Name: "octavia_provider", Type: LabelEnum, Enum: []string{"amphora", "ovn"}, Default: "amphora", Anchors: "same",
+			Help: "Octavia provider of the API load balancer, and `lb-provider` of Services of type LoadBalancer"},
+		{Name: "master_lb_floating_ip_enabled", Type: LabelBool, Unset: "the cluster's `floating_ip_enabled`", Anchors: "same",
+			Help: "a floating IP on the API load balancer (see *Private clusters*)"},
+		{Name: "api_master_lb_allowed_cidrs", Type: LabelCIDRs, Unset: "open", Anchors: "capi-helm same; mcapi declined it",
+			Help: "CIDRs allowed to reach the API load balancer, plus `[capi_driver] management_cidrs` when not open"},
+		{Name: "auto_healing_enabled", Type: LabelBool, Default: "true", Anchors: "same (cluster only)",
+			Help: "MachineHealthChecks of the control plane and the workers (classes that define them: v2 on). A worker " +
+				"nodegroup's own value overrides the cluster's for its MachineDeployment (`false`: no health check for that " +
+				"nodegroup; `true`: one even when the cluster has them off); the control plane's follows the cluster's"},
+		{Name: "auto_scaling_enabled", Type: LabelBool, Default: "false", Anchors: "same",
+			Help: "the cluster-autoscaler sizes the nodegroups between `min_node_count` and `max_node_count` (capacity " +
+				"annotations from the flavor; see *Autoscaling*); a nodegroup's own value overrides the cluster's"},
+		{Name: "min_node_count", Type: LabelInt, Min: i64(0), Max: i64(1000), Anchors: "same",
+			Help: "smallest size of an autoscaled nodegroup"},
+		{Name: "max_node_count", Type: LabelInt, Min: i64(1), Max: i64(1000), Anchors: "same",
+			Help: "largest size of an autoscaled nodegroup"},
+		{Name: "autoscaler_tag", Type: LabelString, Unset: "`v<Kubernetes minor>.0`", Anchors: "same",
+			Help: "cluster-autoscaler image tag (the image is `[capi_driver] autoscaler_image`)"},
 
 		// Nodes behind a proxy, and registries (class magnum-v3).
-		{Name: "http_proxy", Type: LabelString, Variable: "proxy", Help: "HTTP proxy of containerd and the kubelet"},
-		{Name: "https_proxy", Type: LabelString, Variable: "proxy", Help: "HTTPS proxy of containerd and the kubelet"},
-		{Name: "no_proxy", Type: LabelList, Variable: "proxy", Help: "hosts not proxied, beside the cluster's own networks"},
+		{Name: "http_proxy", Type: LabelString, Variable: "proxy", Anchors: "mcapi same (`systemdProxyConfig`); capi-helm none",
+			Help: "HTTP proxy of containerd and the kubelet" + proxyHelp},
+		{Name: "https_proxy", Type: LabelString, Variable: "proxy", Anchors: "mcapi same (`systemdProxyConfig`); capi-helm none",
+			Help: "HTTPS proxy of containerd and the kubelet" + proxyHelp},
+		{Name: "no_proxy", Type: LabelList, Variable: "proxy", Anchors: "mcapi same (`systemdProxyConfig`); capi-helm none",
+			Help: "hosts not proxied, beside the cluster's own networks, `localhost`, `127.0.0.1`, `169.254.169.254`, `.svc` " +
+				"and `.<dns_cluster_domain>`"},
 		// container_infra_prefix (addOnLabelSpecs) is also kubeadm's imageRepository (v3).
-		{Name: "registry_mirrors", Type: LabelPairs, Variable: "registries", Help: "containerd mirrors: <registry>=<mirror URL>, or a URL mirroring docker.io"},
-		{Name: "insecure_registry", Type: LabelList, Variable: "registries", Help: "registries (host[:port]) reached over HTTP or without TLS verification"},
+		{Name: "registry_mirrors", Type: LabelPairs, Variable: "registries",
+			Anchors: "this driver's; mcapi configures containerd through `containerdConfig`",
+			Help:    "containerd mirrors, as `certs.d/<registry>/hosts.toml`: `<registry>=<mirror URL>` pairs, or a URL mirroring `docker.io`"},
+		{Name: "insecure_registry", Type: LabelList, Variable: "registries", Anchors: "Heat's name; mcapi none",
+			Help: "registries (`host[:port]`) whose `hosts.toml` tries HTTPS without verification, then HTTP"},
 		// Nova server groups of the control plane and of each nodegroup
 		// (a nodegroup label overrides it for the nodegroup; class magnum-v3).
 		{Name: "server_group_policies", Type: LabelEnum, Enum: []string{"soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"},
-			Default: "soft-anti-affinity", Variable: "controlPlaneServerGroup"},
+			Default: "soft-anti-affinity", Variable: "controlPlaneServerGroup",
+			Anchors: "mcapi same (groups `<stack_id>`, `<stack_id>-<ng>`); capi-helm none",
+			Help: "policy of the Nova server group of the control plane and of one group per nodegroup; a nodegroup's own " +
+				"value overrides it for its group, which is deleted with the nodegroup (a failure is logged: the " +
+				"cluster's delete sweeps the rest)"},
 		// Worker nodes' labels and taints (cluster or nodegroup; class magnum-v3).
-		{Name: "node_labels", Type: LabelPairs, Variable: "nodeLabels", Help: "key=value labels the kubelet sets on worker nodes"},
-		{Name: "node_taints", Type: LabelPairs, Variable: "nodeTaints", Help: "key[=value]:Effect taints of worker nodes"},
+		{Name: "node_labels", Type: LabelPairs, Variable: "nodeLabels", Anchors: "this driver's",
+			Help: "`key=value,…`: the worker nodes' kubelet `--node-labels`; a nodegroup's own replace the cluster's; " +
+				"domains the kubelet may not label (`kubernetes.io`, `k8s.io` but `node.` and `kubelet.`) are refused"},
+		{Name: "node_taints", Type: LabelPairs, Variable: "nodeTaints", Anchors: "this driver's",
+			Help: "`key[=value]:Effect,…`: kubeadm taints of the worker nodes; a nodegroup's own replace the cluster's"},
 		// Extra networks of worker nodes (cluster or nodegroup) and the
 		// kubelets' TLS cipher suites (class magnum-v4).
 		extraNetworkNamesSpec(),
-		{Name: "extra_network_name", Type: LabelString, Variable: "extraNetworks", Help: "one extra network (magnum-capi-helm's older label); extra_network_names wins"},
-		{Name: "kubelet_tls_cipher_suites", Type: LabelList, Variable: "kubeletTLSCipherSuites", Help: "the kubelets' --tls-cipher-suites"},
+		{Name: "extra_network_name", Type: LabelString, Variable: "extraNetworks", Anchors: "capi-helm's older label; mcapi none",
+			Help: "one extra network (magnum-capi-helm's older label); counts only when `extra_network_names` is unset"},
+		{Name: "kubelet_tls_cipher_suites", Type: LabelList, Variable: "kubeletTLSCipherSuites", Unset: "the kubelet's",
+			Anchors: "mcapi same (its default is a restricted list; here unset keeps the kubelet's defaults)",
+			Help:    "every kubelet's `--tls-cipher-suites` (control plane and workers)"},
 		// API server (class magnum-v3).
-		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Help: "extra subject alternative names of the API server certificate"},
-		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer"},
-		{Name: "admission_control_list", Type: LabelList, Variable: "apiServer", Help: "admission plugins enabled beside the defaults"},
-		{Name: "keystone_auth_enabled", Type: LabelBool, Default: "true", Variable: "apiServer", Help: "k8s-keystone-auth token and authorization webhook"},
-		{Name: "oidc_issuer_url", Type: LabelString, Variable: "apiServer"},
-		{Name: "oidc_client_id", Type: LabelString, Variable: "apiServer"},
-		{Name: "oidc_username_claim", Type: LabelString, Variable: "apiServer"},
-		{Name: "oidc_username_prefix", Type: LabelString, Variable: "apiServer"},
-		{Name: "oidc_groups_claim", Type: LabelString, Variable: "apiServer"},
-		{Name: "oidc_groups_prefix", Type: LabelString, Variable: "apiServer"},
-		{Name: "oidc_required_claims", Type: LabelPairs, Variable: "apiServer", Help: "claim=value pairs"},
-		{Name: "audit_log_enabled", Type: LabelBool, Default: "false", Variable: "auditLog"},
-		{Name: "audit_log_maxage", Type: LabelInt, Default: "30", Min: i64(0), Max: i64(3650), Variable: "auditLog", Help: "days"},
-		{Name: "audit_log_maxbackup", Type: LabelInt, Default: "10", Min: i64(0), Max: i64(1000), Variable: "auditLog"},
-		{Name: "audit_log_maxsize", Type: LabelInt, Default: "100", Min: i64(0), Max: i64(100000), Variable: "auditLog", Help: "MiB"},
+		{Name: "api_server_cert_sans", Type: LabelList, Variable: "apiServer", Anchors: mcapi,
+			Help: "extra subject alternative names of the API server certificate"},
+		{Name: "api_server_tls_cipher_suites", Type: LabelList, Variable: "apiServer", Anchors: mcapi,
+			Help: "the API server's `--tls-cipher-suites`"},
+		{Name: "admission_control_list", Type: LabelList, Variable: "apiServer",
+			Anchors: "mcapi same (it always adds `NodeRestriction`; kubeadm enables it by default)",
+			Help:    "admission plugins enabled beside the defaults: the API server's `--enable-admission-plugins`"},
+		{Name: "keystone_auth_enabled", Type: LabelBool, Default: "true", Variable: "apiServer", Anchors: "same",
+			Help: "the k8s-keystone-auth token and authorization webhook: its kubeconfig on control-plane nodes " +
+				"(`https://127.0.0.1:8443/webhook`), `--authentication-token-webhook-config-file`, " +
+				"`--authorization-mode=Node,RBAC,Webhook`, `--authorization-webhook-config-file`; the add-ons run the " +
+				"keystone-auth pod (see the add-ons' *Who gets into a workload cluster*)"},
+		{Name: "oidc_issuer_url", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC,
+			Help: "the API server's `--oidc-issuer-url`; the other `oidc_*` labels apply only with an issuer"},
+		{Name: "oidc_client_id", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC, Help: "`--oidc-client-id`"},
+		{Name: "oidc_username_claim", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC, Help: "`--oidc-username-claim`"},
+		{Name: "oidc_username_prefix", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC, Help: "`--oidc-username-prefix`"},
+		{Name: "oidc_groups_claim", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC, Help: "`--oidc-groups-claim`"},
+		{Name: "oidc_groups_prefix", Type: LabelString, Variable: "apiServer", Anchors: mcapiOIDC, Help: "`--oidc-groups-prefix`"},
+		{Name: "oidc_required_claims", Type: LabelPairs, Variable: "apiServer", Anchors: mcapiOIDC,
+			Help: "`claim=value,…` pairs: `--oidc-required-claim`"},
+		{Name: "audit_log_enabled", Type: LabelBool, Default: "false", Variable: "auditLog", Anchors: mcapiAudit,
+			Help: "an audit policy (metadata only for Secrets, ConfigMaps, TokenReviews), its log under `/var/log/kubernetes/audit`"},
+		{Name: "audit_log_maxage", Type: LabelInt, Default: "30", Min: i64(0), Max: i64(3650), Variable: "auditLog", Anchors: mcapiAudit,
+			Help: "days an audit log file is kept"},
+		{Name: "audit_log_maxbackup", Type: LabelInt, Default: "10", Min: i64(0), Max: i64(1000), Variable: "auditLog", Anchors: mcapiAudit,
+			Help: "audit log files kept"},
+		{Name: "audit_log_maxsize", Type: LabelInt, Default: "100", Min: i64(0), Max: i64(100000), Variable: "auditLog", Anchors: mcapiAudit,
+			Help: "MiB an audit log file grows to before it is rotated"},
 	}, append(addOnLabelSpecs(), healingLabelSpecs()...)...)
 }
 

@@ -143,7 +143,7 @@ func unmountUnder(t *testing.T, dir string) {
 // /etc/magnum/magnum.conf from a file that is 0660 root:root (as
 // kolla-ansible writes /etc/kolla/magnum-conductor/magnum.conf), the
 // schema upgraded by the image's magnum-db-manage, the conductor started by
-// the image's own command, answering the health check the README gives, as
+// the image's own command, answering the health check docs/install.md gives, as
 // uid 42428 in groups root and kolla, and stopping with exit status 0 on SIGTERM.
 func TestImageRunsUnderPodman(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -183,7 +183,7 @@ connection = mysql+pymysql://root@127.0.0.1:3306/%[1]s
 
 	name := "conductor-" + host
 	p.must(append(append([]string{"run", "--detach", "--name", name, "--network", "host", "--volume", mount}, limits...), ref)...)
-	// The health check the README gives Kolla: a conductor answers on the
+	// The health check docs/install.md gives Kolla: a conductor answers on the
 	// topic (the only one here is this container's).
 	health := []string{"exec", name, "magnumctl", "--config-file", oci.ConfigFile, "--timeout", "5s", "conductor", "ping"}
 	deadline := time.Now().Add(90 * time.Second)

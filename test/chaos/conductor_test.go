@@ -55,7 +55,7 @@ func rawCall(method, args, msgID, replyQ, extraContext string) []byte {
 // a conductor with max_message_size at its default (1 MiB). Each gets
 // InvalidParameterValue back, the conductor serves on, and its memory
 // stays where it was: the bodies are never read into it. The figures
-// (peak and resident set, and 30 s later) go to the README; with
+// (peak and resident set, and 30 s later) go to docs/testing.md; with
 // CHAOS_CONDUCTOR set to another magnum-conductor binary, the same is
 // measured for it (the release before max_message_size).
 func TestOversizedMessagesKeepMemoryFlat(t *testing.T) {

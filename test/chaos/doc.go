@@ -6,6 +6,6 @@
 // database of the test machine are never stopped.
 //
 // The scenarios of issue #28 are the tests of this package, behind the
-// build tag chaos: `make chaos` runs them (about 25 minutes), and the README
+// build tag chaos: `make chaos` runs them (about 25 minutes), and docs/testing.md
 // lists what each injects, what held and its figures.
 package chaos

@@ -2,7 +2,7 @@
 // resident: it reads /proc/PID/pagemap for the executable's mappings and
 // attributes every resident page to the symbol that starts at or before it
 // (from `go tool nm`), summed by package. It is how the idle-memory figures
-// in the README were taken apart (run it as root: pagemap needs it).
+// in docs/benchmarks.md were taken apart (run it as root: pagemap needs it).
 //
 //	go run ./test/bench/resident -pid $(pgrep -f 'magnum-conductor --config-file')
 package main
