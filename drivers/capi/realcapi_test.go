@@ -51,7 +51,7 @@ func needRealCAPI(t *testing.T) (*apitest.Server, dynamic.Interface) {
 		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 		defer cancel()
 		begin := time.Now()
-		realCAPI.server, realCAPI.err = apitest.StartWithControllers(ctx, "testdata/crds", testing.Verbose())
+		realCAPI.server, realCAPI.err = apitest.StartWithControllers(ctx, testing.Verbose())
 		if realCAPI.err == nil {
 			fmt.Fprintf(os.Stderr, "capi: API server with the Cluster API controllers ready in %s\n", time.Since(begin).Round(time.Millisecond))
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -60,7 +59,7 @@ func needControllers(t *testing.T) (*apitest.Server, dynamic.Interface) {
 		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 		defer cancel()
 		begin := time.Now()
-		server, startErr = apitest.StartWithControllers(ctx, filepath.Join("..", "..", "testdata", "crds"), testing.Verbose())
+		server, startErr = apitest.StartWithControllers(ctx, testing.Verbose())
 		if startErr == nil {
 			fmt.Fprintf(os.Stderr, "apitest: API server with the Cluster API controllers ready in %s\n", time.Since(begin).Round(time.Millisecond))
 		}
