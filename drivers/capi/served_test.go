@@ -152,6 +152,10 @@ func TestClassNotServedIsRefusedBeforeAnyWrite(t *testing.T) {
 	if e.creds.n != 0 {
 		t.Errorf("a refused create issued %d application credentials", e.creds.n)
 	}
+	if got := e.logs.lines("level=WARN", "the configured ClusterClass cannot be applied", "class=magnum-v4",
+		"OpenStackClusterTemplate infrastructure.cluster.x-k8s.io/v1beta2 (served at v1beta1)"); len(got) != 1 {
+		t.Errorf("the driver's start did not warn of its class once: %s", e.logs.String())
+	}
 
 	// The newest class is served: the cluster is created on it.
 	latest := startDriver(t, Options{CreateTimeout: time.Hour}, e.d.deps, e.d.log)
@@ -159,6 +163,9 @@ func TestClassNotServedIsRefusedBeforeAnyWrite(t *testing.T) {
 	e.d = latest
 	if err := e.create(context.Background(), c, 60); err != nil {
 		t.Fatalf("create on magnum-v5: %v", err)
+	}
+	if got := e.logs.lines("cannot be applied", "class=magnum-v5"); len(got) != 0 {
+		t.Errorf("a driver on magnum-v5 warns: %v", got)
 	}
 	r, _ := refOf(c)
 	before := e.getCluster(t, r)
