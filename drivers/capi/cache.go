@@ -19,15 +19,20 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
-// Resources the driver writes or watches (storage version v1beta2 only).
+// Resources the driver writes or watches: Cluster API's at v1beta2 (its
+// storage version), Cluster API Provider OpenStack's at v1beta1, the only
+// version its releases serve (up to v0.14; the released classes from
+// magnum-v5 on name it). The infrastructure objects are watched by kind at
+// whatever version the management cluster serves (infra.go): gvrOSC and
+// gvrOSM are what the tests that play CAPO write.
 var (
 	gvrCluster      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 	gvrClusterClass = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
 	gvrMD           = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
 	gvrMachine      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
 	gvrKCP          = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"}
-	gvrOSC          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
-	gvrOSM          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
+	gvrOSC          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "openstackclusters"}
+	gvrOSM          = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "openstackmachines"}
 )
 
 // resourceFor maps the kinds of the released ClusterClass bundles to
@@ -115,9 +120,12 @@ func typed[T any](into func() T) toolscache.TransformFunc {
 }
 
 // infraStatusKept are the status fields of an infrastructure object the
-// cache keeps: the generic ones of Cluster API's provider contract. The
-// rest of the status (on CAPO: networks, subnets, router, load balancer,
-// bastion, resolved server parameters) and the whole spec are never read.
+// cache keeps: the generic ones of Cluster API's provider contract, v1beta1
+// (ready, failureReason, failureMessage, conditions with severity: CAPO
+// v0.14's) and v1beta2 (initialization, conditions, and the v1beta2
+// conditions some v1beta1 objects carry beside theirs). The rest of the
+// status (on CAPO: networks, subnets, router, load balancer, bastion,
+// resolved server parameters) and the whole spec are never read.
 var infraStatusKept = []string{"conditions", "ready", "initialization", "failureReason", "failureMessage", "v1beta2"}
 
 // projectInfra keeps of an infrastructure object (OpenStackCluster,

@@ -25,7 +25,7 @@ import (
 var classFS embed.FS
 
 // LatestClassVersion is the bundle applied to new clusters by default.
-const LatestClassVersion = "v4"
+const LatestClassVersion = "v5"
 
 // ClassVersions lists the embedded ClusterClass versions, oldest first.
 func ClassVersions() []string {

@@ -56,6 +56,9 @@ func (d *Driver) createCluster(ctx context.Context, req drivers.CreateClusterReq
 		Name: r.Name, ClassVersion: d.opts.ClusterClassVersion, Classes: d.classes, IdentityRef: "x"}); err != nil {
 		return err
 	}
+	if err := d.classNotServed("create_cluster", d.opts.ClusterClassVersion); err != nil {
+		return err
+	}
 	c.StackID = ptr(r.String())
 	timeout := d.opts.CreateTimeout
 	if req.Timeout > 0 {

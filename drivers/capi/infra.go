@@ -38,7 +38,11 @@ const (
 
 // infraKind is a kind the driver wants watched, with the version a class
 // bundle names (empty for a kind met through an infrastructureRef, which
-// names none).
+// names none): the newest bundle's when several name the kind at different
+// versions (magnum-v1 to v4 name CAPO's kinds at v1beta2, magnum-v5 at
+// v1beta1). The driver reads only the provider contract's status fields,
+// which every version has, so a kind is watched at whichever version the
+// management cluster serves (infraResolver).
 type infraKind struct {
 	GroupKind schema.GroupKind
 	Version   string
@@ -47,9 +51,10 @@ type infraKind struct {
 
 // infraKindsOf lists the infrastructure kinds the bundles' ClusterClasses
 // instantiate: the infrastructure cluster template's, and every machine
-// template's (control plane and workers). A template reference it cannot
-// read (an apiVersion that does not parse, a kind not ending in
-// "Template") is left out and reported in problems.
+// template's (control plane and workers), each once, with the version of
+// the newest bundle that names it. A template reference it cannot read
+// (an apiVersion that does not parse, a kind not ending in "Template") is
+// left out and reported in problems.
 func infraKindsOf(classes classSet) (out []infraKind, problems []error) {
 	add := func(class string, ref map[string]any, role infraRole) {
 		apiVersion, _ := ref["apiVersion"].(string)
@@ -63,7 +68,7 @@ func infraKindsOf(classes classSet) (out []infraKind, problems []error) {
 			return
 		}
 		k := infraKind{GroupKind: schema.GroupKind{Group: gv.Group, Kind: strings.TrimSuffix(kind, "Template")}, Version: gv.Version, Role: role}
-		if !slices.Contains(out, k) {
+		if !slices.ContainsFunc(out, func(o infraKind) bool { return o.GroupKind == k.GroupKind && o.Role == k.Role }) {
 			out = append(out, k)
 		}
 	}
@@ -71,7 +76,9 @@ func infraKindsOf(classes classSet) (out []infraKind, problems []error) {
 	for v := range classes {
 		versions = append(versions, v)
 	}
+	// Newest first: its versions win (ClassVersions' order, reversed).
 	slices.Sort(versions)
+	slices.Reverse(versions)
 	for _, v := range versions {
 		for _, o := range classes[v] {
 			if o.GetKind() != "ClusterClass" {
@@ -97,10 +104,12 @@ func infraKindsOf(classes classSet) (out []infraKind, problems []error) {
 }
 
 // infraResolver maps an infrastructure kind to its resource: through
-// discovery when the driver has a RESTMapper (a kind not found is looked
-// up again after the mapper forgets what it discovered: a provider's CRDs
-// installed after the driver started), else from the version a class
-// bundle names and the plural a CRD conventionally has.
+// discovery when the driver has a RESTMapper, at the version a class
+// bundle names if the management cluster serves it, else at any version it
+// serves (a kind not found is looked up again after the mapper forgets
+// what it discovered: a provider's CRDs installed after the driver
+// started); without one, from the version a class bundle names and the
+// plural a CRD conventionally has.
 func infraResolver(mapper meta.RESTMapper) func(infraKind) (schema.GroupVersionResource, error) {
 	return func(k infraKind) (schema.GroupVersionResource, error) {
 		if mapper == nil {
@@ -110,15 +119,20 @@ func infraResolver(mapper meta.RESTMapper) func(infraKind) (schema.GroupVersionR
 			gvr, _ := meta.UnsafeGuessKindToResource(k.GroupKind.WithVersion(k.Version))
 			return gvr, nil
 		}
-		var versions []string
-		if k.Version != "" {
-			versions = []string{k.Version}
+		lookup := func() (*meta.RESTMapping, error) {
+			if k.Version != "" {
+				mapping, err := mapper.RESTMapping(k.GroupKind, k.Version)
+				if !meta.IsNoMatchError(err) {
+					return mapping, err
+				}
+			}
+			return mapper.RESTMapping(k.GroupKind)
 		}
-		mapping, err := mapper.RESTMapping(k.GroupKind, versions...)
+		mapping, err := lookup()
 		if meta.IsNoMatchError(err) {
 			if r, ok := mapper.(meta.ResettableRESTMapper); ok {
 				r.Reset()
-				mapping, err = mapper.RESTMapping(k.GroupKind, versions...)
+				mapping, err = lookup()
 			}
 		}
 		if err != nil {

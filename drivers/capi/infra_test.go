@@ -22,7 +22,8 @@ import (
 )
 
 // The kinds watched from the start are those the class bundles'
-// infrastructure templates instantiate: CAPO's for the released bundles,
+// infrastructure templates instantiate: CAPO's for the released bundles
+// (at the newest bundle's version, v1beta1: magnum-v1 to v4 name v1beta2),
 // the in-memory provider's for their in-memory variants.
 func TestInfraKindsOfTheClassBundles(t *testing.T) {
 	released, err := loadClasses("")
@@ -31,11 +32,16 @@ func TestInfraKindsOfTheClassBundles(t *testing.T) {
 	}
 	infra := "infrastructure.cluster.x-k8s.io"
 	want := []infraKind{
-		{GroupKind: schema.GroupKind{Group: infra, Kind: "OpenStackCluster"}, Version: "v1beta2", Role: infraClusterRole},
-		{GroupKind: schema.GroupKind{Group: infra, Kind: "OpenStackMachine"}, Version: "v1beta2", Role: infraMachineRole},
+		{GroupKind: schema.GroupKind{Group: infra, Kind: "OpenStackCluster"}, Version: "v1beta1", Role: infraClusterRole},
+		{GroupKind: schema.GroupKind{Group: infra, Kind: "OpenStackMachine"}, Version: "v1beta1", Role: infraMachineRole},
 	}
 	if got, problems := infraKindsOf(released); !slices.Equal(got, want) || len(problems) != 0 {
 		t.Errorf("released bundles' kinds = %+v (problems %v), want %+v", got, problems, want)
+	}
+	delete(released, LatestClassVersion)
+	want[0].Version, want[1].Version = "v1beta2", "v1beta2"
+	if got, problems := infraKindsOf(released); !slices.Equal(got, want) || len(problems) != 0 {
+		t.Errorf("magnum-v1 to v4's kinds = %+v (problems %v), want %+v", got, problems, want)
 	}
 	dev, err := apitest.InMemoryClass(classBundleYAML(t, LatestClassVersion))
 	if err != nil {
@@ -205,5 +211,43 @@ func TestInfraKindsFollowTheInfrastructureRefs(t *testing.T) {
 		if !strings.Contains(i.GetStore().ListKeys()[0], "ns/") {
 			t.Errorf("keys %v", i.GetStore().ListKeys())
 		}
+	}
+}
+
+// A kind is watched at the version a class bundle names when the
+// management cluster serves it, else at a version it does serve: CAPO
+// v0.14 serves OpenStackMachine at v1beta1 only, which is what the driver
+// must watch whatever the older bundles name; CAPO's main serves both.
+func TestInfraResolverFallsBackToAServedVersion(t *testing.T) {
+	infra := "infrastructure.cluster.x-k8s.io"
+	v1beta1, v1beta2 := schema.GroupVersion{Group: infra, Version: "v1beta1"}, schema.GroupVersion{Group: infra, Version: "v1beta2"}
+	released := meta.NewDefaultRESTMapper([]schema.GroupVersion{v1beta1})
+	released.Add(v1beta1.WithKind("OpenStackMachine"), meta.RESTScopeNamespace)
+	both := meta.NewDefaultRESTMapper([]schema.GroupVersion{v1beta2, v1beta1})
+	both.Add(v1beta1.WithKind("OpenStackMachine"), meta.RESTScopeNamespace)
+	both.Add(v1beta2.WithKind("OpenStackMachine"), meta.RESTScopeNamespace)
+	gk := schema.GroupKind{Group: infra, Kind: "OpenStackMachine"}
+	for _, tc := range []struct {
+		name    string
+		mapper  meta.RESTMapper
+		version string
+		want    schema.GroupVersionResource
+	}{
+		{"v1beta2 named, v1beta1 served", released, "v1beta2", v1beta1.WithResource("openstackmachines")},
+		{"v1beta1 named and served", released, "v1beta1", v1beta1.WithResource("openstackmachines")},
+		{"no version named", released, "", v1beta1.WithResource("openstackmachines")},
+		{"v1beta1 named, both served", both, "v1beta1", v1beta1.WithResource("openstackmachines")},
+		{"v1beta2 named, both served", both, "v1beta2", v1beta2.WithResource("openstackmachines")},
+		{"no discovery", nil, "v1beta1", v1beta1.WithResource("openstackmachines")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := infraResolver(tc.mapper)(infraKind{GroupKind: gk, Version: tc.version, Role: infraMachineRole})
+			if err != nil || got != tc.want {
+				t.Errorf("resolved to %v (%v), want %v", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := infraResolver(released)(infraKind{GroupKind: schema.GroupKind{Group: infra, Kind: "NoSuchMachine"}, Version: "v1beta2"}); !meta.IsNoMatchError(err) {
+		t.Errorf("a kind served at no version: %v, want no match", err)
 	}
 }

@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 }
 
 func startServer(ctx context.Context) (*apitest.Server, error) {
-	return apitest.StartWithCRDs(ctx, "testdata/crds", testing.Verbose())
+	return apitest.StartWithCRDs(ctx, testing.Verbose())
 }
 
 func needServer(t testing.TB) {
@@ -406,8 +406,8 @@ func TestCreateClusterWritesTopologyClassAndSecrets(t *testing.T) {
 		name string
 	}{
 		{gvrClusterClass, "magnum-" + LatestClassVersion},
-		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclustertemplates"}, "magnum-" + LatestClassVersion},
-		{schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachinetemplates"}, "magnum-" + LatestClassVersion + "-worker"},
+		{gvrOSClusterTemplate, "magnum-" + LatestClassVersion},
+		{gvrOSMachineTemplate, "magnum-" + LatestClassVersion + "-worker"},
 		{schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanetemplates"}, "magnum-" + LatestClassVersion + "-control-plane"},
 		{schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigtemplates"}, "magnum-" + LatestClassVersion + "-worker"},
 	} {
@@ -761,12 +761,17 @@ func TestStatusFollowsCAPIThroughCreate(t *testing.T) {
 	p.clusterStatus(func(st *clusterv1.ClusterStatus) {
 		st.Conditions = []metav1.Condition{condition("InfrastructureReady", F, "NotReady", "OpenStackCluster is not ready")}
 	})
-	osm := map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "OpenStackMachine",
-		"metadata": p.ownedMeta(r.Name+"-cp-x", nil), "spec": map[string]any{"flavor": map[string]any{"filter": map[string]any{"name": "m1.medium"}}, "image": map[string]any{"id": "6f4b2d36-0d3c-4b8e-9a57-3c2d1e0f9a11"}}}
+	// As CAPO v0.14 writes it: v1beta1, its conditions Cluster API's
+	// v1beta1 ones (with a severity), Ready summing them up.
+	osm := map[string]any{"apiVersion": gvrOSM.GroupVersion().String(), "kind": "OpenStackMachine",
+		"metadata": p.ownedMeta(r.Name+"-cp-x", nil), "spec": map[string]any{"flavor": "m1.medium", "image": map[string]any{"id": "6f4b2d36-0d3c-4b8e-9a57-3c2d1e0f9a11"}}}
 	p.create(gvrOSM, osm)
 	p.status(gvrOSM, r.Name+"-cp-x", func(*unstructured.Unstructured) any {
-		return map[string]any{"conditions": []metav1.Condition{condition("InstanceReady", F, "InstanceCreateFailed",
-			"Quota exceeded for cores: Requested 4, but already used 20 of 20 cores")}}
+		cond := func(typ string) map[string]any {
+			return map[string]any{"type": typ, "status": "False", "severity": "Error", "reason": "InstanceCreateFailed",
+				"message": "Quota exceeded for cores: Requested 4, but already used 20 of 20 cores", "lastTransitionTime": "2026-12-02T10:00:00Z"}
+		}
+		return map[string]any{"ready": false, "conditions": []any{cond("Ready"), cond("InstanceReady")}}
 	})
 	e.syncUntil(t, c, objects.CreateInProgress, "Quota exceeded for cores")
 	if !strings.Contains(deref(c.StatusReason), "InfrastructureReady False (NotReady): OpenStackCluster is not ready") {

@@ -7,13 +7,20 @@ import (
 	"time"
 
 	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/drivers/capi/internal/apitest"
 )
 
 // A label the driver does not understand, and one the cluster's class
 // cannot apply, are named in the Cluster's annotation at create and in
 // the cluster's status_reason from then on; their values never are.
+// magnum-v2 names CAPO kinds no CAPO release serves (the test server has
+// CAPO v0.14.2's): its in-memory variant (same variables) stands in for it.
 func TestCreateReportsLabelsNotApplied(t *testing.T) {
-	e := newEnvWith(t, Options{CreateTimeout: time.Hour, ClusterClassVersion: "v2"}, nil)
+	dir := t.TempDir()
+	if _, err := apitest.WriteInMemoryClassDir(dir, "v2", classBundleYAML(t, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, Options{CreateTimeout: time.Hour, ClusterClassVersion: "v2", ClassDir: dir}, nil)
 	c := e.newCluster("warned", map[string]string{"kube_tag": "v1.33.4", "http_proxy": "http://user:secret@proxy:3128",
 		"heat_container_agent_tag": "wallaby-stable-1"}, &objects.NodeGroup{Name: "default-worker", NodeCount: 1})
 	if err := e.create(context.Background(), c, 60); err != nil {

@@ -89,6 +89,13 @@ func (d *Driver) start(run, attempt context.Context) error {
 	d.ready.Store(true)
 	d.notReady.Store(nil)
 	go d.watchManagement(run)
+	// Said once at start, not only at the first create: a class the
+	// management cluster's providers do not serve (cluster_class_version
+	// magnum-v1 to v4 on a released CAPO) refuses every create and upgrade.
+	if err := d.classNotServed("create_cluster", d.opts.ClusterClassVersion); err != nil {
+		d.log.Warn("the configured ClusterClass cannot be applied on this management cluster: creates and upgrades are refused until it can",
+			"class", className(d.opts.ClusterClassVersion), "reason", err.Error())
+	}
 	return nil
 }
 

@@ -97,6 +97,11 @@ func (d *Driver) upgrade(ctx context.Context, req drivers.ClusterRequest, t *obj
 	if err := checkUpgrade(from, to); err != nil {
 		return err
 	}
+	// The class bundle the upgrade applies must be one the management
+	// cluster serves (served.go).
+	if err := d.classNotServed("upgrade_cluster", d.opts.ClusterClassVersion); err != nil {
+		return err
+	}
 	ngs := nodeGroups(req, ng)
 	// Validate the resulting topology, still without writing.
 	next := *c

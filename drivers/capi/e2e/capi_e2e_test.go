@@ -22,7 +22,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -78,7 +77,7 @@ func TestMain(m *testing.M) {
 	// minutes (apitest); they are cached after.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	begin := time.Now()
-	s, err := apitest.StartWithControllers(ctx, filepath.Join("..", "testdata", "crds"), testing.Verbose())
+	s, err := apitest.StartWithControllers(ctx, testing.Verbose())
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "capi e2e: cannot start the test API server with the Cluster API controllers:", err)

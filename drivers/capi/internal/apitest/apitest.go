@@ -2,8 +2,8 @@
 // integration tests: the full kube-apiserver (core API: Namespaces,
 // Secrets; CRDs; no controllers, no webhooks) on embedded etcd, built from
 // the separate module test/kubeapiserver and run as a process, loaded with
-// the Cluster API CRDs (from the Go module cache) and the CAPO CRDs (from
-// drivers/capi/testdata).
+// the CRDs of Cluster API, of its in-memory test provider and of Cluster API
+// Provider OpenStack (CAPOVersion), all from the Go module cache.
 //
 // The server is a separate module and process because k8s.io/kubernetes
 // needs a replace line per staging module; those stay out of
@@ -121,11 +121,14 @@ func CAPIVersion(ctx context.Context, moduleDir string) (string, error) {
 }
 
 // StartWithCRDs is what a test binary's TestMain runs: it finds the
-// Cluster API version the main module requires, its CRDs in the module
-// cache, the CAPO and extra CRDs under crdTestdata (its capo/ and extra/
-// directories), and starts the server with them. Progress is logged to
-// stderr when verbose.
-func StartWithCRDs(ctx context.Context, crdTestdata string, verbose bool) (*Server, error) {
+// Cluster API version the main module requires, and starts the server
+// with, from the module cache, the Cluster API CRDs the driver uses and
+// every CRD of the in-memory test provider (DevCluster, DevMachine and
+// their templates: the in-memory variants of the class bundles) at that
+// version, which implement Cluster API's v1beta2 contract, and Cluster API
+// Provider OpenStack's (CAPOCRDFiles), which implement its v1beta1
+// contract. Progress is logged to stderr when verbose.
+func StartWithCRDs(ctx context.Context, verbose bool) (*Server, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -138,7 +141,15 @@ func StartWithCRDs(ctx context.Context, crdTestdata string, verbose bool) (*Serv
 	if err != nil {
 		return nil, err
 	}
-	files, err := CRDFiles(dir, filepath.Join(crdTestdata, "capo"), filepath.Join(crdTestdata, "extra"))
+	testDir, err := ModuleDir(ctx, CAPITestModule, version)
+	if err != nil {
+		return nil, err
+	}
+	files, err := CRDFiles(dir, filepath.Join(testDir, inMemoryCRDs))
+	if err != nil {
+		return nil, err
+	}
+	capo, err := CAPOCRDFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +157,7 @@ func StartWithCRDs(ctx context.Context, crdTestdata string, verbose bool) (*Serv
 	if verbose {
 		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	}
-	s, err := Start(ctx, logf, files)
+	s, err := Start(ctx, logf, CRDSet{Contract: "v1beta2", Files: files}, CRDSet{Contract: capoContract, Files: capo})
 	if err != nil {
 		return nil, err
 	}
@@ -193,11 +204,19 @@ func Build(ctx context.Context, logf Logger, need ...string) (string, error) {
 	return buildModule(ctx, logf, serverModule, "kubeapiserver", targets, need...)
 }
 
+// CRDSet is CRD files (paths to YAML files, each holding one or more CRDs)
+// of providers that implement one version of Cluster API's provider
+// contract (v1beta2: Cluster API's own and its test provider's; v1beta1:
+// CAPO v0.14's).
+type CRDSet struct {
+	Contract string
+	Files    []string
+}
+
 // Start builds and starts the API server, waits for its kubeconfig and
-// installs the CRD files (paths to YAML files, each holding one or more
-// CRDs). Stop it with Stop. The server's own output (klog is silenced; it
-// holds errors only) is kept for Output.
-func Start(ctx context.Context, logf Logger, crdFiles []string) (*Server, error) {
+// installs the CRDs. Stop it with Stop. The server's own output (klog is
+// silenced; it holds errors only) is kept for Output.
+func Start(ctx context.Context, logf Logger, crds ...CRDSet) (*Server, error) {
 	begin := time.Now()
 	dir, err := Build(ctx, logf, binAPIServer)
 	if err != nil {
@@ -272,10 +291,14 @@ func Start(ctx context.Context, logf Logger, crdFiles []string) (*Server, error)
 	s.Config = cfg
 	logf("apitest: kube-apiserver ready at %s in %s", cfg.Host, time.Since(begin).Round(time.Millisecond))
 	begin = time.Now()
-	if err := s.installCRDs(ctx, crdFiles); err != nil {
-		return nil, err
+	files := 0
+	for _, set := range crds {
+		if err := s.installCRDs(ctx, set); err != nil {
+			return nil, err
+		}
+		files += len(set.Files)
 	}
-	logf("apitest: %d CRD files installed in %s", len(crdFiles), time.Since(begin).Round(time.Millisecond))
+	logf("apitest: %d CRD files installed in %s", files, time.Since(begin).Round(time.Millisecond))
 	ok = true
 	return s, nil
 }
@@ -321,9 +344,11 @@ func (s *Server) Stop() {
 }
 
 // ContractLabel is the label by which Cluster API finds the versions of a
-// provider's CRD that implement its v1beta2 contract; clusterctl adds it
-// from the provider's metadata.
-const ContractLabel = "cluster.x-k8s.io/v1beta2"
+// provider's CRD that implement a version of its contract (v1beta2,
+// v1beta1): cluster.x-k8s.io/<contract>: <versions>. Providers' own
+// kustomizations add it (CAPO's: cluster.x-k8s.io/v1beta1: v1beta1), as
+// clusterctl does from their metadata.
+func ContractLabel(contract string) string { return "cluster.x-k8s.io/" + contract }
 
 func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(path)
@@ -346,13 +371,18 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	}
 }
 
-func (s *Server) installCRDs(ctx context.Context, files []string) error {
+// installCRDs creates the CRDs of set, each labelled with the contract its
+// provider implements.
+func (s *Server) installCRDs(ctx context.Context, set CRDSet) error {
+	if set.Contract == "" {
+		return errors.New("apitest: CRDs without the contract version their provider implements")
+	}
 	cs, err := apiextclient.NewForConfig(s.Config)
 	if err != nil {
 		return err
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
+	for _, f := range set.Files {
 		got, err := readCRDs(f)
 		if err != nil {
 			return err
@@ -380,7 +410,7 @@ func (s *Server) installCRDs(ctx context.Context, files []string) error {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[ContractLabel] = strings.Join(names, "_")
+		labels[ContractLabel(set.Contract)] = strings.Join(names, "_")
 		crd.SetLabels(labels)
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("apitest: create CRD %s: %w", crd.Name, err)
@@ -430,8 +460,8 @@ func (s *Server) installCRDs(ctx context.Context, files []string) error {
 }
 
 // CRDFiles lists the CRD files for the capi driver: the Cluster API ones
-// from capiDir (see CAPIModuleDir) and every YAML under testdataDirs.
-func CRDFiles(capiDir string, testdataDirs ...string) ([]string, error) {
+// from capiDir (see CAPIModuleDir) and every YAML under dirs.
+func CRDFiles(capiDir string, dirs ...string) ([]string, error) {
 	var out []string
 	for _, f := range capiCRDs {
 		p := filepath.Join(capiDir, f)
@@ -440,7 +470,7 @@ func CRDFiles(capiDir string, testdataDirs ...string) ([]string, error) {
 		}
 		out = append(out, p)
 	}
-	for _, d := range testdataDirs {
+	for _, d := range dirs {
 		m, err := filepath.Glob(filepath.Join(d, "*.yaml"))
 		if err != nil {
 			return nil, err

@@ -34,6 +34,10 @@ const managersModule = "test/capimanagers"
 // CRDs and webhook manifest (the in-memory provider's kinds).
 const CAPITestModule = "sigs.k8s.io/cluster-api/test"
 
+// inMemoryCRDs is the directory of the Docker test provider's CRDs (the
+// in-memory provider's kinds among them) in CAPITestModule.
+const inMemoryCRDs = "infrastructure/docker/config/crd/bases"
+
 // FeatureGates are the Cluster API feature gates every manager runs with.
 const FeatureGates = "ClusterTopology=true"
 
@@ -52,7 +56,7 @@ var managers = []manager{
 	{name: "capi-kubeadm-control-plane", pkg: "sigs.k8s.io/cluster-api/controlplane/kubeadm", module: CAPIModule,
 		crds: "controlplane/kubeadm/config/crd/bases", webhooks: "controlplane/kubeadm/config/webhook/manifests.yaml"},
 	{name: "capi-inmemory", pkg: "./inmemory", module: CAPITestModule,
-		crds: "infrastructure/docker/config/crd/bases", webhooks: "infrastructure/docker/config/webhook/manifests.yaml"},
+		crds: inMemoryCRDs, webhooks: "infrastructure/docker/config/webhook/manifests.yaml"},
 	// Last: the probes that tell when the API server calls the webhooks
 	// use the core webhooks (see waitWebhooks).
 	{name: "capi-core", pkg: "sigs.k8s.io/cluster-api/core", module: CAPIModule,
@@ -100,8 +104,8 @@ var (
 // test binary whose tests need the real controllers calls it once (from
 // TestMain, or lazily from the first test that needs them) and stops the
 // server with Stop, which stops the controllers too.
-func StartWithControllers(ctx context.Context, crdTestdata string, verbose bool) (*Server, error) {
-	s, err := StartWithCRDs(ctx, crdTestdata, verbose)
+func StartWithControllers(ctx context.Context, verbose bool) (*Server, error) {
+	s, err := StartWithCRDs(ctx, verbose)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +161,7 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 		}
 		crdFiles = append(crdFiles, files...)
 	}
-	if err := s.installCRDs(ctx, crdFiles); err != nil {
+	if err := s.installCRDs(ctx, CRDSet{Contract: "v1beta2", Files: crdFiles}); err != nil {
 		return nil, err
 	}
 	logf("apitest: %d controller CRD files installed in %s", len(crdFiles), time.Since(begin).Round(time.Millisecond))
