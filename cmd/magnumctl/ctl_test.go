@@ -46,6 +46,10 @@ func TestServiceStateFollowsMagnumAPI(t *testing.T) {
 	}
 }
 
+// noEnv is an environment without any variable: no Keystone settings
+// reach a test from the developer's shell.
+func noEnv(string) string { return "" }
+
 func TestParseLabels(t *testing.T) {
 	got, err := parseLabels(" a=1, b = two ,c=")
 	if err != nil {
@@ -136,7 +140,7 @@ func TestUnreachableBrokerFailsAtOnce(t *testing.T) {
 		go func() {
 			defer close(done)
 			code = execute(context.Background(), append([]string{"--config-file", os.DevNull,
-				"--transport-url", "rabbit://guest:secret@127.0.0.1:1/", "--timeout", "10m"}, args...), &stdout, &stderr)
+				"--transport-url", "rabbit://guest:secret@127.0.0.1:1/", "--timeout", "10m"}, args...), noEnv, &stdout, &stderr)
 		}()
 		select {
 		case <-done:
@@ -164,7 +168,7 @@ func TestDefaultConfigFileIsOsloConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := execute(context.Background(), []string{"--timeout", "2s", "conductor", "ping"}, &stdout, &stderr)
+	code := execute(context.Background(), []string{"--timeout", "2s", "conductor", "ping"}, noEnv, &stdout, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "127.0.0.1:1") {
 		t.Fatalf("exit %d, stderr %q: the default magnum.conf's transport_url was not used", code, stderr.String())
 	}
@@ -181,8 +185,25 @@ func TestRabbitOptionsOfTheConfigAreUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := execute(context.Background(), []string{"--config-file", conf, "--timeout", "3s", "conductor", "ping"}, &stdout, &stderr)
+	code := execute(context.Background(), []string{"--config-file", conf, "--timeout", "3s", "conductor", "ping"}, noEnv, &stdout, &stderr)
 	if code == 0 || !strings.Contains(strings.ToLower(stderr.String()), "tls") {
 		t.Fatalf("exit %d, stderr %q: [oslo_messaging_rabbit] ssl was not used", code, stderr.String())
+	}
+}
+
+// TestHelpSaysAClusterAPIClusterNeedsKeystone: --help explains Keystone
+// auth, that without it a Cluster API cluster cannot be made, and the exit
+// codes.
+func TestHelpSaysAClusterAPIClusterNeedsKeystone(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"--help"}, noEnv, &stdout, &stderr)
+	for _, want := range []string{"a Cluster API cluster needs Keystone auth", "--os-cloud", "OS_AUTH_URL", "clouds.yaml",
+		"Exit codes", "--os-application-credential-id"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+)
+
+func credentialCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "credential", Short: "The OpenStack credentials of clusters"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "rotate CLUSTER",
+		Short: "Replace a cluster's OpenStack credential (credential_rotate, magnum-api 2026.1's POST /v1/credentials/CLUSTER)",
+		Long: `Have the cluster's driver replace the OpenStack credential its cluster uses (the
+Cluster API driver: a new application credential of the requesting user, issued
+with the request's token, then the old one revoked). It needs Keystone auth for
+drivers that issue credentials; the cluster's status does not change.`,
+		Args: args(1, 1),
+		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
+			cl, err := getCluster(ctx, s, args[0])
+			if err != nil {
+				return err
+			}
+			cp, err := primitive(cl)
+			if err != nil {
+				return err
+			}
+			if err := s.change().CredentialRotate(ctx, cp); err != nil {
+				return err
+			}
+			return g.print(table{header: []string{"UUID", "NAME", "CREDENTIAL ROTATED"},
+				rows:  [][]string{{cell(cl.UUID), cell(cl.Name), "true"}},
+				value: map[string]any{"uuid": objects.Deref(cl.UUID), "name": objects.Deref(cl.Name), "credential_rotated": true}})
+		}),
+	})
+	return cmd
+}
