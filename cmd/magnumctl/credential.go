@@ -12,7 +12,7 @@ func credentialCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "credential", Short: "The OpenStack credentials of clusters"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "rotate CLUSTER",
-		Short: "Replace a cluster's OpenStack credential (credential_rotate, magnum-api 2026.1's POST /v1/credentials/CLUSTER)",
+		Short: "Replace a cluster's OpenStack credential (credential_rotate, PATCH /v1/credentials/CLUSTER, API 1.12)",
 		Long: `Have the cluster's driver replace the OpenStack credential its cluster uses (the
 Cluster API driver: a new application credential of the requesting user, issued
 with the request's token, then the old one revoked). It needs Keystone auth for
