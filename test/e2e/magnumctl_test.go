@@ -158,6 +158,30 @@ func TestMagnumctlRefusalsAndExitCodes(t *testing.T) {
 	}
 	ctl(t, conf, nil, 0, "credential", "rotate", "demo")
 
+	// Nodegroups, an upgrade, a CA rotation: --wait to their ends.
+	r = ctl(t, conf, nil, 0, "nodegroup", "create", "demo", "ng1", "--node-count", "1", "--wait")
+	if got := waitStatuses(r.Stdout); !strings.HasSuffix(got, "CREATE_COMPLETE") {
+		t.Fatalf("nodegroup create --wait printed %q", r.Stdout)
+	}
+	r = ctl(t, conf, nil, 2, "nodegroup", "create", "demo", "ng1")
+	oneLine(t, r, "already has a nodegroup named ng1")
+	r = ctl(t, conf, nil, 2, "nodegroup", "delete", "demo", "default-worker")
+	oneLine(t, r, "is a default nodegroup")
+	r = ctl(t, conf, nil, 0, "nodegroup", "delete", "demo", "ng1", "--wait")
+	if got := waitStatuses(r.Stdout); !strings.HasPrefix(got, "DELETE_IN_PROGRESS") || !strings.HasSuffix(got, "DELETED") {
+		t.Fatalf("nodegroup delete --wait printed %q", r.Stdout)
+	}
+	ctl(t, conf, nil, 0, "template", "create", "dev-next", "--os-distro", "simulated", "--image", "img", "--driver", "simulated",
+		"--labels", "kube_tag=v1.34.1")
+	r = ctl(t, conf, nil, 0, "cluster", "upgrade", "demo", "dev-next", "--wait")
+	if got := waitStatuses(r.Stdout); !strings.HasSuffix(got, "UPDATE_COMPLETE") {
+		t.Fatalf("upgrade --wait printed %q", r.Stdout)
+	}
+	r = ctl(t, conf, nil, 0, "ca", "rotate", "demo", "--wait")
+	if got := waitStatuses(r.Stdout); !strings.HasSuffix(got, "UPDATE_COMPLETE") {
+		t.Fatalf("ca rotate --wait printed %q", r.Stdout)
+	}
+
 	// A create the driver fails: exit 1 with CREATE_FAILED and the reason.
 	r = ctl(t, conf, nil, 1, "cluster", "create", "failing", "--cluster-template", "dev", "--labels", "sim_fail=create", "--wait")
 	oneLine(t, r, "CREATE_FAILED", "simulated create failure")
