@@ -58,6 +58,9 @@ const (
 	pollEvery           = time.Second
 	remindEvery         = 30 * time.Second
 	deleteCompleteGrace = 30 * time.Second
+	// lookupsFailFor is how long lookups may keep failing (no answer, the
+	// broker or the conductor's database away) before the wait gives up.
+	lookupsFailFor = 5 * time.Minute
 )
 
 // defaultWaitLimit is --wait-timeout's default: the conductor's own
@@ -96,7 +99,7 @@ func (g *globals) wait(ctx context.Context, op operation) error {
 	limit := op.limit
 	deadline := start.Add(limit)
 	var last observed
-	var lastLine, completeSince time.Time
+	var lastLine, completeSince, failingSince time.Time
 	lastErr := ""
 	line := func(status, reason string) {
 		if reason != "" {
@@ -112,12 +115,18 @@ func (g *globals) wait(ctx context.Context, op operation) error {
 		case err != nil && !transient(err):
 			return err
 		case err != nil:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if time.Since(failingSince) >= lookupsFailFor {
+				return fmt.Errorf("looking at %s for %s: %w", op.subject, lookupsFailFor, err)
+			}
 			if msg := explain(err); msg != lastErr {
 				_, _ = fmt.Fprintf(g.errOut, "magnumctl: looking at %s: %s; retrying\n", op.subject, msg)
 				lastErr = msg
 			}
 		default:
-			lastErr = ""
+			lastErr, failingSince = "", time.Time{}
 			if done, err := g.judge(op, o, &last, &completeSince, line); done {
 				return err
 			}

@@ -44,6 +44,9 @@ type fakeConductor struct {
 	contexts map[string]*request.Context // the request context of each change method
 	kwargs   map[string]map[string]any   // the arguments of each change method
 	refuse   map[string]error
+	// lookupErrors answer the Cluster lookups after a change, in turn,
+	// before the statuses do.
+	lookupErrors []error
 	// updateAnswersNone makes cluster_update answer None (nothing changed).
 	updateAnswersNone bool
 	created           string // the uuid of the cluster a cluster_create named
@@ -96,6 +99,14 @@ func startFakeConductor(t *testing.T, reason string, statuses ...string) *fakeCo
 		default:
 			return nil, exception.ClusterNotFound(arg(0))
 		}
+		f.mu.Lock()
+		if len(f.calls) > 0 && len(f.lookupErrors) > 0 {
+			err := f.lookupErrors[0]
+			f.lookupErrors = f.lookupErrors[1:]
+			f.mu.Unlock()
+			return nil, err
+		}
+		f.mu.Unlock()
 		status := f.next()
 		if status == "" {
 			return nil, exception.ClusterNotFound(watchedUUID)
@@ -537,5 +548,20 @@ func TestKeystoneRequestContextIsMagnumAPIs(t *testing.T) {
 	if code != exitFailed || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "Keystone refused") ||
 		strings.Contains(errOut, "wr0ng") || len(f.changes()) != before {
 		t.Fatalf("wrong password: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestWaitRidesThroughFailedLookups: a lookup that fails while waiting
+// (the conductor's database away a moment) is said once on stderr and
+// retried; the wait ends as the operation does.
+func TestWaitRidesThroughFailedLookups(t *testing.T) {
+	f := startFakeConductor(t, "", "CREATE_COMPLETE", "DELETE_IN_PROGRESS", "")
+	f.lookupErrors = []error{exception.DBConnectionError("db: connection refused", nil), exception.DBConnectionError("db: connection refused", nil)}
+	code, out, errOut := f.run(t, "cluster", "delete", "--wait", watchedUUID)
+	if code != 0 || strings.Count(errOut, "retrying") != 1 || !strings.Contains(errOut, "DBConnectionError") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if got := statusLines(t, out); strings.Join(got, " ") != "DELETE_IN_PROGRESS DELETED" {
+		t.Fatalf("wait printed %q", out)
 	}
 }
