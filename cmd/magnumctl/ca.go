@@ -22,16 +22,15 @@ func caCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cp, err := primitive(cl)
-			if err != nil {
-				return err
-			}
 			var t *string
 			if caType != "" {
 				t = &caType
 			}
-			raw, err := s.api.GetCACertificate(ctx, cp, t)
-			if err != nil {
+			var raw json.RawMessage
+			if err := s.send([]objects.Object{cl}, func(p []json.RawMessage) (err error) {
+				raw, err = s.api.GetCACertificate(ctx, p[0], t)
+				return err
+			}); err != nil {
 				return err
 			}
 			return g.printCert(raw)
@@ -55,16 +54,11 @@ func caCmd(g *globals) *cobra.Command {
 			if signType != "" {
 				cert.CACertType = objects.Str(signType)
 			}
-			cp, err := primitive(cl)
-			if err != nil {
+			var raw json.RawMessage
+			if err := s.send([]objects.Object{cl, cert}, func(p []json.RawMessage) (err error) {
+				raw, err = s.api.SignCertificate(ctx, p[0], p[1])
 				return err
-			}
-			certp, err := primitive(cert)
-			if err != nil {
-				return err
-			}
-			raw, err := s.api.SignCertificate(ctx, cp, certp)
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			return g.printCert(raw)
@@ -86,12 +80,11 @@ func caCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				cp, err := primitive(cl)
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().RotateCACertificate(ctx, p[0])
 					return err
-				}
-				raw, err := s.change().RotateCACertificate(ctx, cp)
-				if err != nil {
+				}); err != nil {
 					return err
 				}
 				out, err := decodeCluster(raw, cl)

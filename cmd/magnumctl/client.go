@@ -28,6 +28,11 @@ type session struct {
 	api    *conductorapi.API
 	client *oslo.Client
 	topic  string
+	// versionsMethod: the peer serves object_class_action_versions, not
+	// object_class_action; peer: the versions it takes where older than
+	// magnumctl's (versions.go).
+	versionsMethod bool
+	peer           map[string]string
 }
 
 // mutatingCallLimit bounds the answer to a request that changes something
@@ -130,7 +135,7 @@ func (s *session) close() { _ = s.client.Close() }
 // magnum-api's objects do through the indirection API).
 func classAction[T objects.Object](ctx context.Context, s *session, name, method string, args ...any) (T, error) {
 	var zero T
-	raw, err := s.api.ObjectClassAction(ctx, name, method, objects.NewestVersion(name), args, map[string]any{})
+	raw, err := s.objectClassAction(ctx, name, method, args, map[string]any{})
 	if err != nil {
 		return zero, err
 	}
@@ -139,7 +144,7 @@ func classAction[T objects.Object](ctx context.Context, s *session, name, method
 
 // classList is classAction for methods that return a list of objects.
 func classList[T objects.Object](ctx context.Context, s *session, name, method string, args []any, kwargs map[string]any) ([]T, error) {
-	raw, err := s.api.ObjectClassAction(ctx, name, method, objects.NewestVersion(name), args, kwargs)
+	raw, err := s.objectClassAction(ctx, name, method, args, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -162,11 +167,13 @@ func classList[T objects.Object](ctx context.Context, s *session, name, method s
 // it returns, as oslo.versionedobjects does for object_action.
 func instanceAction[T objects.Object](ctx context.Context, s *session, o T, method string) (T, error) {
 	var zero T
-	prim, err := objects.EncodeJSON(o, objects.NewestVersion(o.ObjName()), objects.Manifest(o))
-	if err != nil {
-		return zero, err
-	}
-	updates, _, err := s.api.ObjectAction(ctx, prim, method, []any{}, map[string]any{})
+	var prim json.RawMessage
+	var updates map[string]json.RawMessage
+	err := s.send([]objects.Object{o}, func(p []json.RawMessage) (err error) {
+		prim = p[0]
+		updates, _, err = s.api.ObjectAction(ctx, prim, method, []any{}, map[string]any{})
+		return err
+	})
 	if err != nil {
 		return zero, err
 	}
@@ -190,10 +197,6 @@ func instanceAction[T objects.Object](ctx context.Context, s *session, o T, meth
 	}
 	delete(data, objects.KeyChanges)
 	return objects.DecodeAs[T](data)
-}
-
-func primitive(o objects.Object) (json.RawMessage, error) {
-	return objects.EncodeJSON(o, objects.NewestVersion(o.ObjName()), objects.Manifest(o))
 }
 
 // explain turns an error into one line that says what came back and what

@@ -206,13 +206,12 @@ driver took the create up; a refusal is printed and exits 1.`,
 				case !isClass(err, exception.ClassClusterNotFound):
 					return err
 				}
-				prim, err := primitive(cl)
-				if err != nil {
-					return err
-				}
 				to := createTimeout
-				raw, err := s.change().ClusterCreate(pctx, prim, masters, nodes, &to)
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().ClusterCreate(pctx, p[0], masters, nodes, &to)
+					return err
+				}); err != nil {
 					return err
 				}
 				created, err := decodeCluster(raw, cl)
@@ -371,10 +370,6 @@ nothing is changed and magnumctl says so (exit 0).`,
 				if err != nil {
 					return err
 				}
-				prim, err := primitive(cl)
-				if err != nil {
-					return err
-				}
 				// magnum-api sends the health fields as they are.
 				var reason json.RawMessage
 				if cl.HealthStatusReason != nil {
@@ -382,8 +377,11 @@ nothing is changed and magnumctl says so (exit 0).`,
 						return err
 					}
 				}
-				raw, err := s.change().ClusterUpdate(ctx, prim, nodes, optional(cl.HealthStatus), reason)
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().ClusterUpdate(ctx, p[0], nodes, optional(cl.HealthStatus), reason)
+					return err
+				}); err != nil {
 					return err
 				}
 				if len(raw) == 0 || string(raw) == "null" {
@@ -472,16 +470,11 @@ before anything is sent, as magnum-api refuses it.`,
 					return usagef("nodegroup %s takes at least %d node(s) and %s, not %d (its min_node_count and max_node_count)",
 						ng.Name, ng.MinNodeCount, max, nodes)
 				}
-				cp, err := primitive(cl)
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl, ng}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().ClusterResize(ctx, p[0], nodes, remove, p[1])
 					return err
-				}
-				np, err := primitive(ng)
-				if err != nil {
-					return err
-				}
-				raw, err := s.change().ClusterResize(ctx, cp, nodes, remove, np)
-				if err != nil {
+				}); err != nil {
 					return err
 				}
 				resized, err := decodeCluster(raw, cl)
@@ -549,14 +542,11 @@ func clusterUpgradeCmd(g *globals) *cobra.Command {
 					return usagef("nodegroup %s can be upgraded only to the cluster's template (%s), as magnum-api refuses "+
 						"otherwise (InvalidClusterTemplateForUpgrade)", ng.Name, objects.Deref(cl.ClusterTemplateID))
 				}
-				var prims [3]json.RawMessage
-				for i, o := range []objects.Object{cl, ct, ng} {
-					if prims[i], err = primitive(o); err != nil {
-						return err
-					}
-				}
-				raw, err := s.change().ClusterUpgrade(ctx, prims[0], prims[1], batch, prims[2])
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl, ct, ng}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().ClusterUpgrade(ctx, p[0], p[1], batch, p[2])
+					return err
+				}); err != nil {
 					return err
 				}
 				upgraded, err := decodeCluster(raw, cl)

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -109,12 +110,11 @@ KUBECONFIG at the file. An existing file is kept unless --force.`,
 // here ("key"), the client certificate the conductor signs ("cert"), all
 // PEM.
 func clusterCredentials(ctx context.Context, g *globals, s *session, cl *objects.Cluster) (map[string]string, error) {
-	cp, err := primitive(cl)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := s.api.GetCACertificate(ctx, cp, nil)
-	if err != nil {
+	var raw json.RawMessage
+	if err := s.send([]objects.Object{cl}, func(p []json.RawMessage) (err error) {
+		raw, err = s.api.GetCACertificate(ctx, p[0], nil)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	ca, err := objects.DecodeAs[*objects.Certificate](raw)
@@ -132,12 +132,10 @@ func clusterCredentials(ctx context.Context, g *globals, s *session, cl *objects
 		return nil, err
 	}
 	csr := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}))
-	certp, err := primitive(certificateFor(g, cl, csr))
-	if err != nil {
-		return nil, err
-	}
-	raw, err = s.api.SignCertificate(ctx, cp, certp)
-	if err != nil {
+	if err := s.send([]objects.Object{cl, certificateFor(g, cl, csr)}, func(p []json.RawMessage) (err error) {
+		raw, err = s.api.SignCertificate(ctx, p[0], p[1])
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	signed, err := objects.DecodeAs[*objects.Certificate](raw)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/spf13/cobra"
 
@@ -23,11 +24,9 @@ drivers that issue credentials; the cluster's status does not change.`,
 			if err != nil {
 				return err
 			}
-			cp, err := primitive(cl)
-			if err != nil {
-				return err
-			}
-			if err := s.change().CredentialRotate(ctx, cp); err != nil {
+			if err := s.send([]objects.Object{cl}, func(p []json.RawMessage) error {
+				return s.change().CredentialRotate(ctx, p[0])
+			}); err != nil {
 				return err
 			}
 			return g.print(table{header: []string{"UUID", "NAME", "CREDENTIAL ROTATED"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -136,16 +137,11 @@ func nodegroupCmd(g *globals) *cobra.Command {
 				default:
 					ng.Labels = lbl
 				}
-				cp, err := primitive(cl)
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl, ng}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().NodeGroupCreate(ctx, p[0], p[1])
 					return err
-				}
-				np, err := primitive(ng)
-				if err != nil {
-					return err
-				}
-				raw, err := s.change().NodeGroupCreate(ctx, cp, np)
-				if err != nil {
+				}); err != nil {
 					return err
 				}
 				if created, err := objects.DecodeAs[*objects.NodeGroup](raw); err == nil && created != nil {
@@ -228,16 +224,11 @@ func nodegroupCmd(g *globals) *cobra.Command {
 				if err := checkNodeCounts(ng); err != nil {
 					return err
 				}
-				cp, err := primitive(cl)
-				if err != nil {
+				var raw json.RawMessage
+				if err := s.send([]objects.Object{cl, ng}, func(p []json.RawMessage) (err error) {
+					raw, err = s.change().NodeGroupUpdate(ctx, p[0], p[1])
 					return err
-				}
-				np, err := primitive(ng)
-				if err != nil {
-					return err
-				}
-				raw, err := s.change().NodeGroupUpdate(ctx, cp, np)
-				if err != nil {
+				}); err != nil {
 					return err
 				}
 				if updated, err := objects.DecodeAs[*objects.NodeGroup](raw); err == nil && updated != nil {
@@ -271,15 +262,9 @@ func nodegroupCmd(g *globals) *cobra.Command {
 					return usagef("nodegroup %s is a default nodegroup of %s: it goes with the cluster "+
 						"(magnum-api's DeletingDefaultNGNotSupported)", ng.Name, clusterLabel(cl))
 				}
-				cp, err := primitive(cl)
-				if err != nil {
-					return err
-				}
-				np, err := primitive(ng)
-				if err != nil {
-					return err
-				}
-				if err := s.change().NodeGroupDelete(ctx, cp, np); err != nil {
+				if err := s.send([]objects.Object{cl, ng}, func(p []json.RawMessage) error {
+					return s.change().NodeGroupDelete(ctx, p[0], p[1])
+				}); err != nil {
 					return err
 				}
 				if dw.wait {
