@@ -404,8 +404,13 @@ func authenticate(ctx context.Context, c *credentials, timeout time.Duration) (*
 	pc.HTTPClient = http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: c.tls, Proxy: http.ProxyFromEnvironment}}
 	if err := openstack.Authenticate(ctx, pc, ao); err != nil {
 		what := "cannot authenticate"
-		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
+		var verr *tls.CertificateVerificationError
+		switch {
+		case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
 			what = "Keystone refused " + c.describe()
+		case errors.As(err, &verr):
+			return nil, fmt.Errorf("cannot authenticate at %s: Keystone's certificate is not trusted: %w (OS_CACERT, --os-cacert)",
+				osredact.URL(strings.TrimSuffix(endpoint, "/")), verr.Err)
 		}
 		return nil, fmt.Errorf("%s at %s: %s", what, osredact.URL(strings.TrimSuffix(endpoint, "/")), osredact.Describe(err))
 	}

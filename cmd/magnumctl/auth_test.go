@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone/keystonetest"
+	"github.com/openstack/magnum-conductor/test/testpki"
 )
 
 // envOf is an environment holding only m.
@@ -401,4 +402,37 @@ func unscopedToken(ao gophercloud.AuthOptions) (string, error) {
 		return "", errors.New(resp.Status)
 	}
 	return resp.Header.Get("X-Subject-Token"), nil
+}
+
+// TestKeystoneOverTLSTrustsOSCACERT: OS_CACERT is the roots Keystone's
+// certificate is checked against; another CA fails the handshake, with an
+// error naming no secret; --insecure skips the check.
+func TestKeystoneOverTLSTrustsOSCACERT(t *testing.T) {
+	ca, other := testpki.New(t), testpki.New(t)
+	ks := keystonetest.NewTLS(ca.Server(t, "127.0.0.1").TLS(t))
+	t.Cleanup(ks.Close)
+	ks.AddUser(keystonetest.User{ID: "u-demo", Name: "demo", DomainID: "default", DomainName: "Default", Password: "pa55word",
+		ProjectID: "p-demo", ProjectName: "demo", ProjectDomainID: "default", ProjectDomainName: "Default", Roles: []string{"member"}})
+	login := func(env map[string]string, args ...string) (*identity, error) {
+		t.Helper()
+		c, err := planOf(t, env, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return authenticate(ctx, c, 10*time.Second)
+	}
+	env := with(demoEnv(ks), "OS_CACERT", ca.File)
+	if id, err := login(env); err != nil || id.projectID != "p-demo" {
+		t.Fatalf("with the server's CA: %+v %v", id, err)
+	}
+	_, err := login(with(env, "OS_CACERT", other.File))
+	if err == nil || !strings.Contains(err.Error(), "cannot authenticate at "+ks.AuthURL()+"/v3: Keystone's certificate is not trusted") ||
+		!strings.Contains(err.Error(), "unknown authority") || strings.Contains(err.Error(), "pa55word") {
+		t.Fatalf("with another CA: %v", err)
+	}
+	if _, err := login(with(env, "OS_CACERT", other.File), "--insecure"); err != nil {
+		t.Fatalf("--insecure: %v", err)
+	}
 }
