@@ -27,6 +27,7 @@ type Transport interface {
 type API struct {
 	tr     Transport
 	target oslo.Target
+	co     []oslo.CallOptions
 }
 
 // New returns the API for topic ("" means "magnum-conductor") on the control
@@ -46,8 +47,16 @@ func (a *API) WithServer(server string) *API {
 	return &b
 }
 
+// WithCallOptions returns a copy whose calls use co (a timeout of their
+// own, oslo's call monitor).
+func (a *API) WithCallOptions(co oslo.CallOptions) *API {
+	b := *a
+	b.co = []oslo.CallOptions{co}
+	return &b
+}
+
 func (a *API) call(ctx context.Context, method string, args any) (json.RawMessage, error) {
-	return a.tr.Call(ctx, a.target, method, args)
+	return a.tr.Call(ctx, a.target, method, args, a.co...)
 }
 
 func (a *API) cast(ctx context.Context, method string, args any) error {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,15 +24,37 @@ import (
 
 // session is one connection to the conductor topic.
 type session struct {
+	g      *globals
 	api    *conductorapi.API
 	client *oslo.Client
 	topic  string
+	// versionsMethod: the peer serves object_class_action_versions, not
+	// object_class_action; peer: the versions it takes where older than
+	// magnumctl's (versions.go).
+	versionsMethod bool
+	peer           map[string]string
 }
 
-func (g *globals) connect(ctx context.Context) (*session, context.Context, context.CancelFunc, error) {
+// mutatingCallLimit bounds the answer to a request that changes something
+// (the conductor answers once the driver took the operation up, within
+// its driver_call_timeout, 300 s by default); meanwhile oslo's call
+// monitor has the conductor report every --timeout/2 that it is at work.
+const mutatingCallLimit = 10 * time.Minute
+
+// change is the API for requests that change something: calls that wait
+// up to mutatingCallLimit while the conductor reports progress.
+func (s *session) change() *conductorapi.API {
+	return s.api.WithCallOptions(oslo.CallOptions{Timeout: mutatingCallLimit, CallMonitorTimeout: s.g.timeout})
+}
+
+// connect authenticates with Keystone when configured (once per run),
+// checks that the broker is reachable and opens a client on the conductor
+// topic. Each call is bounded by its own timeout (--timeout, or
+// mutatingCallLimit for a change), not by ctx.
+func (g *globals) connect(ctx context.Context) (*session, error) {
 	cfg, err := config.Load(g.configFiles, g.configDirs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	// The broker is reached as the conductor reaches it ([oslo_messaging_rabbit]:
 	// TLS, quorum and stream queues, queue names).
@@ -45,24 +70,37 @@ func (g *globals) connect(ctx context.Context) (*session, context.Context, conte
 	if g.topic != "" {
 		topic = g.topic
 	}
-	ctx, cancel := context.WithTimeout(contextFrom(ctx, g), g.timeout)
 	// Calls and casts wait for the broker until --timeout, as oslo's do;
 	// a command line tool should rather say at once that it is unreachable.
-	if err := oslo.Reachable(ctx, opts); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, g.timeout)
+	err = oslo.Reachable(rctx, opts)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if g.creds != nil && g.ident == nil {
+		actx, cancel := context.WithTimeout(ctx, g.timeout)
+		g.ident, err = authenticate(actx, g.creds, g.timeout)
 		cancel()
-		return nil, nil, nil, err
+		if err != nil {
+			return nil, err
+		}
 	}
 	client, err := oslo.NewClient(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		cancel()
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return &session{api: conductorapi.New(client, topic), client: client, topic: topic}, ctx, cancel, nil
+	return &session{g: g, api: conductorapi.New(client, topic), client: client, topic: topic}, nil
 }
 
-// contextFrom attaches the request context magnumctl sends: admin and all
-// tenants, unless --project-id makes it a project member's request.
-func contextFrom(ctx context.Context, g *globals) context.Context {
+// requestContext attaches the request context magnumctl sends: with
+// Keystone auth, magnum-api's for the token (allTenants false keeps an
+// admin's request to its own project); without, admin and all tenants,
+// unless --project-id makes it a project member's request.
+func (g *globals) requestContext(ctx context.Context, allTenants bool) context.Context {
+	if g.ident != nil {
+		return request.With(ctx, g.ident.context(allTenants))
+	}
 	rc := &request.Context{
 		IsAdmin: g.projectID == "", AllTenants: g.projectID == "",
 		ProjectID: g.projectID, UserID: g.userID, Roles: []string{"admin"},
@@ -74,13 +112,30 @@ func contextFrom(ctx context.Context, g *globals) context.Context {
 	return request.With(ctx, rc)
 }
 
+// isAdmin reports whether requests are made as an admin (Magnum's default
+// policy: the admin role).
+func (g *globals) isAdmin() bool {
+	if g.ident != nil {
+		return slices.Contains(g.ident.roles, "admin")
+	}
+	return g.projectID == ""
+}
+
+// projectID and userID are those the request is made for ("" for none).
+func (g *globals) requestProject() (projectID, userID string) {
+	if g.ident != nil {
+		return g.ident.projectID, g.ident.userID
+	}
+	return g.projectID, g.userID
+}
+
 func (s *session) close() { _ = s.client.Close() }
 
 // classAction runs Object.method(args...) in the conductor (what
 // magnum-api's objects do through the indirection API).
 func classAction[T objects.Object](ctx context.Context, s *session, name, method string, args ...any) (T, error) {
 	var zero T
-	raw, err := s.api.ObjectClassAction(ctx, name, method, objects.NewestVersion(name), args, map[string]any{})
+	raw, err := s.objectClassAction(ctx, name, method, args, map[string]any{})
 	if err != nil {
 		return zero, err
 	}
@@ -89,7 +144,7 @@ func classAction[T objects.Object](ctx context.Context, s *session, name, method
 
 // classList is classAction for methods that return a list of objects.
 func classList[T objects.Object](ctx context.Context, s *session, name, method string, args []any, kwargs map[string]any) ([]T, error) {
-	raw, err := s.api.ObjectClassAction(ctx, name, method, objects.NewestVersion(name), args, kwargs)
+	raw, err := s.objectClassAction(ctx, name, method, args, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +167,13 @@ func classList[T objects.Object](ctx context.Context, s *session, name, method s
 // it returns, as oslo.versionedobjects does for object_action.
 func instanceAction[T objects.Object](ctx context.Context, s *session, o T, method string) (T, error) {
 	var zero T
-	prim, err := objects.EncodeJSON(o, objects.NewestVersion(o.ObjName()), objects.Manifest(o))
-	if err != nil {
-		return zero, err
-	}
-	updates, _, err := s.api.ObjectAction(ctx, prim, method, []any{}, map[string]any{})
+	var prim json.RawMessage
+	var updates map[string]json.RawMessage
+	err := s.send([]objects.Object{o}, func(p []json.RawMessage) (err error) {
+		prim = p[0]
+		updates, _, err = s.api.ObjectAction(ctx, prim, method, []any{}, map[string]any{})
+		return err
+	})
 	if err != nil {
 		return zero, err
 	}
@@ -142,15 +199,32 @@ func instanceAction[T objects.Object](ctx context.Context, s *session, o T, meth
 	return objects.DecodeAs[T](data)
 }
 
-func primitive(o objects.Object) (json.RawMessage, error) {
-	return objects.EncodeJSON(o, objects.NewestVersion(o.ObjName()), objects.Manifest(o))
-}
-
 // explain turns an error into one line that says what came back and what
 // it means for the operator.
 func explain(err error) string {
+	return oneLine(explainLines(err))
+}
+
+// oneLine folds a message onto one line (an exception's message can hold
+// newlines).
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// changeMethods are the RPC methods that change something.
+var changeMethods = map[string]bool{
+	"cluster_create": true, "cluster_update": true, "cluster_delete": true, "cluster_resize": true,
+	"cluster_upgrade": true, "nodegroup_create": true, "nodegroup_update": true, "nodegroup_delete": true,
+	"credential_rotate": true, "rotate_ca_certificate": true,
+}
+
+func explainLines(err error) string {
 	var te *oslo.TimeoutError
 	if errors.As(err, &te) {
+		if changeMethods[te.Method] {
+			return err.Error() + " (the conductor did not take the request up in time, or stopped reporting progress: " +
+				"it may still carry it out; check with magnumctl cluster show)"
+		}
 		return err.Error() + " (no conductor answered in time: is magnum-conductor running, and on the same " +
 			"transport_url, control_exchange and [conductor]/topic?)"
 	}
@@ -183,15 +257,14 @@ func explain(err error) string {
 }
 
 // session adapts a command body that needs a connection to cobra's RunE:
-// it connects, bounds the request by --timeout, and closes the connection.
+// it connects, attaches the request context and closes the connection.
 func (g *globals) session(fn func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		s, ctx, cancel, err := g.connect(cmd.Context())
+		s, err := g.connect(cmd.Context())
 		if err != nil {
 			return err
 		}
-		defer cancel()
 		defer s.close()
-		return fn(ctx, s, cmd, args)
+		return fn(g.requestContext(cmd.Context(), true), s, cmd, args)
 	}
 }

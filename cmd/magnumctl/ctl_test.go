@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +48,10 @@ func TestServiceStateFollowsMagnumAPI(t *testing.T) {
 		})
 	}
 }
+
+// noEnv is an environment without any variable: no Keystone settings
+// reach a test from the developer's shell.
+func noEnv(string) string { return "" }
 
 func TestParseLabels(t *testing.T) {
 	got, err := parseLabels(" a=1, b = two ,c=")
@@ -136,7 +143,7 @@ func TestUnreachableBrokerFailsAtOnce(t *testing.T) {
 		go func() {
 			defer close(done)
 			code = execute(context.Background(), append([]string{"--config-file", os.DevNull,
-				"--transport-url", "rabbit://guest:secret@127.0.0.1:1/", "--timeout", "10m"}, args...), &stdout, &stderr)
+				"--transport-url", "rabbit://guest:secret@127.0.0.1:1/", "--timeout", "10m"}, args...), noEnv, &stdout, &stderr)
 		}()
 		select {
 		case <-done:
@@ -164,7 +171,7 @@ func TestDefaultConfigFileIsOsloConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := execute(context.Background(), []string{"--timeout", "2s", "conductor", "ping"}, &stdout, &stderr)
+	code := execute(context.Background(), []string{"--timeout", "2s", "conductor", "ping"}, noEnv, &stdout, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "127.0.0.1:1") {
 		t.Fatalf("exit %d, stderr %q: the default magnum.conf's transport_url was not used", code, stderr.String())
 	}
@@ -181,8 +188,166 @@ func TestRabbitOptionsOfTheConfigAreUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := execute(context.Background(), []string{"--config-file", conf, "--timeout", "3s", "conductor", "ping"}, &stdout, &stderr)
+	code := execute(context.Background(), []string{"--config-file", conf, "--timeout", "3s", "conductor", "ping"}, noEnv, &stdout, &stderr)
 	if code == 0 || !strings.Contains(strings.ToLower(stderr.String()), "tls") {
 		t.Fatalf("exit %d, stderr %q: [oslo_messaging_rabbit] ssl was not used", code, stderr.String())
+	}
+}
+
+// TestHelpSaysAClusterAPIClusterNeedsKeystone: --help explains Keystone
+// auth, that without it a Cluster API cluster cannot be made, and the exit
+// codes.
+func TestHelpSaysAClusterAPIClusterNeedsKeystone(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"--help"}, noEnv, &stdout, &stderr)
+	for _, want := range []string{"a Cluster API cluster needs Keystone auth", "--os-cloud", "OS_AUTH_URL", "clouds.yaml",
+		"Exit codes", "--os-application-credential-id"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestParseLabelsAsTheOpenstackClient: --labels as magnumclient's
+// format_labels reads it: key=value, or several separated by ',' or ';'
+// in one value; a key given twice has both values joined with ','.
+func TestParseLabelsAsTheOpenstackClient(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want map[string]string
+		err  string
+	}{
+		{[]string{"a=1,b=2;c=3"}, map[string]string{"a": "1", "b": "2", "c": "3"}, ""},
+		{[]string{"a=x,y", "b=2"}, map[string]string{"a": "x,y", "b": "2"}, ""},
+		{[]string{"a=1", "a=2"}, map[string]string{"a": "1,2"}, ""},
+		{[]string{"a=1,a=2"}, map[string]string{"a": "1,2"}, ""},
+		{[]string{"url=http://h/?q=1"}, map[string]string{"url": "http://h/?q=1"}, ""},
+		{[]string{"a=1,novalue"}, map[string]string{"a": "1,novalue"}, ""}, // one '=': one label, as format_labels reads it
+		{[]string{"k=", ""}, map[string]string{"k": ""}, ""},
+		{[]string{"a=1,b=2,novalue"}, nil, `"novalue" is not key=value`},
+		{[]string{"=v"}, nil, `"=v" is not key=value`},
+	}
+	for _, tt := range tests {
+		got, err := parseLabels(tt.in...)
+		if tt.err != "" {
+			var ue *usageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: got %v, want a usage error with %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !maps.Equal(got, tt.want) {
+			t.Errorf("%q: got %v %v, want %v", tt.in, got, err, tt.want)
+		}
+	}
+	if got := joinTags([]string{"a,b", "c", "a, d,"}); got != "a,b,c,d" {
+		t.Errorf("tags: %q", got)
+	}
+}
+
+func TestClusterNamesAsMagnumAPITakesThem(t *testing.T) {
+	for name, ok := range map[string]bool{"demo": true, "k8s-1.prod_a": true, "a": true, "1st": false, "-x": false,
+		"has space": false, "": false, strings.Repeat("a", 242): true, strings.Repeat("a", 243): false, "ünï": false} {
+		if err := checkClusterName(name); (err == nil) != ok {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}
+
+// templateOf parses args as template create's flags.
+func templateOf(t *testing.T, args ...string) (*objects.ClusterTemplate, error) {
+	t.Helper()
+	var tf templateFlags
+	c := &cobra.Command{Use: "create"}
+	tf.register(c)
+	if err := c.Flags().Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return tf.template(c, c.Flags().Args())
+}
+
+// TestTemplateFlagsAreTheOpenstackClients: template create's flags fill
+// the fields openstack coe cluster template create fills, with its
+// defaults; what magnum-api refuses is refused.
+func TestTemplateFlagsAreTheOpenstackClients(t *testing.T) {
+	ct, err := templateOf(t, "dev", "--image", "img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objects.Deref(ct.Name) != "dev" || ct.Coe != "kubernetes" || !ct.FloatingIPEnabled || ct.MasterLBEnabled ||
+		objects.Deref(ct.FlavorID) != "m1.medium" || objects.Deref(ct.DNSNameserver) != "8.8.8.8" ||
+		objects.Deref(ct.DockerStorageDriver) != "overlay2" || objects.Deref(ct.ServerType) != "vm" || ct.Public || ct.Hidden ||
+		ct.DockerVolumeSize != nil || ct.Tags != nil || !looksLikeUUID(objects.Deref(ct.UUID)) {
+		t.Fatalf("defaults: %+v", ct)
+	}
+	ct, err = templateOf(t, "--name", "full", "--coe", "kubernetes", "--image", "ubuntu", "--external-network", "public",
+		"--keypair", "kp", "--fixed-network", "n", "--fixed-subnet", "s", "--network-driver", "calico", "--volume-driver", "cinder",
+		"--driver", "k8s_capi_helm_v1", "--dns-nameserver", "1.1.1.1", "--flavor", "f", "--master-flavor", "mf",
+		"--docker-volume-size", "10", "--labels", "a=1,b=2", "--labels", "c=3", "--server-type", "bm", "--os-distro", "ubuntu",
+		"--public", "--hidden", "--tags", "x,y", "--tags", "z", "--master-lb-enabled", "--floating-ip-disabled", "--tls-disabled",
+		"--registry-enabled", "--insecure-registry", "reg:5000", "--http-proxy", "hp", "--https-proxy", "hsp", "--no-proxy", "np",
+		"--docker-storage-driver", "devicemapper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fieldsOf(ct)
+	want := map[string]any{"name": "full", "image_id": "ubuntu", "external_network_id": "public", "keypair_id": "kp",
+		"fixed_network": "n", "fixed_subnet": "s", "network_driver": "calico", "volume_driver": "cinder", "driver": "k8s_capi_helm_v1",
+		"dns_nameserver": "1.1.1.1", "flavor_id": "f", "master_flavor_id": "mf", "docker_volume_size": float64(10),
+		"server_type": "bm", "cluster_distro": "ubuntu", "public": true, "hidden": true, "tags": "x,y,z", "master_lb_enabled": true,
+		"floating_ip_enabled": false, "tls_disabled": true, "registry_enabled": true, "insecure_registry": "reg:5000",
+		"http_proxy": "hp", "https_proxy": "hsp", "no_proxy": "np", "docker_storage_driver": "devicemapper",
+		"labels": map[string]any{"a": "1", "b": "2", "c": "3"}}
+	for k, v := range want {
+		g, _ := json.Marshal(got[k])
+		w, _ := json.Marshal(v)
+		if string(g) != string(w) {
+			t.Errorf("%s = %s, want %s", k, g, w)
+		}
+	}
+	if ct, err := templateOf(t, "old", "--image", "i", "--os", "simulated"); err != nil || objects.Deref(ct.ClusterDistro) != "simulated" {
+		t.Fatalf("--os: %v %v", ct, err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--image", "i"}, "a cluster template name is required"},
+		{[]string{"a", "--name", "b", "--image", "i"}, "named twice"},
+		{[]string{"a"}, "--image is required"},
+		{[]string{"a", "--image", "i", "--coe", "nomad"}, `--coe "nomad" is not one of`},
+		{[]string{"a", "--image", "i", "--server-type", "container"}, `--server-type "container" is not vm or bm`},
+		{[]string{"a", "--image", "i", "--hidden", "--visible"}, "mutually exclusive"},
+		{[]string{"a", "--image", "i", "--floating-ip-enabled", "--floating-ip-disabled"}, "mutually exclusive"},
+		{[]string{"a", "--image", "i", "--docker-volume-size", "0"}, "--docker-volume-size must be 1 or more"},
+		{[]string{"a", "--image", "i", "--labels", "x"}, `"x" is not key=value`},
+	} {
+		_, err := templateOf(t, tt.args...)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want a usage error with %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestKubeconfigIsMagnumclients: cluster config writes, byte for byte,
+// the file python-magnumclient's config_cluster writes, with and without
+// TLS.
+func TestKubeconfigIsMagnumclients(t *testing.T) {
+	cl := &objects.Cluster{Name: objects.Str("demo"), APIAddress: objects.Str("https://10.0.0.5:6443")}
+	want := "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0E=\n    server: https://10.0.0.5:6443\n" +
+		"  name: demo\ncontexts:\n- context:\n    cluster: demo\n    user: admin\n  name: default\ncurrent-context: default\n" +
+		"kind: Config\npreferences: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: Q0VSVA==\n" +
+		"    client-key-data: S0VZ\n"
+	if got := kubeconfig(cl, map[string]string{"ca": "CA", "cert": "CERT", "key": "KEY"}); got != want {
+		t.Errorf("with TLS:\n%s\nwant:\n%s", got, want)
+	}
+	want = "apiVersion: v1\nclusters:\n- cluster:\n    server: https://10.0.0.5:6443\n  name: demo\ncontexts:\n- context:\n" +
+		"    cluster: demo\n    user: demo\n  name: demo\ncurrent-context: demo\nkind: Config\npreferences: {}\nusers:\n- name: demo\n"
+	if got := kubeconfig(cl, nil); got != want {
+		t.Errorf("without TLS:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -45,9 +45,15 @@ func fieldsOf(o objects.Object) map[string]any {
 	return data
 }
 
-// showTable prints one object as field/value rows.
-func showTable(o objects.Object) table {
+// showTable prints one object as field/value rows; the always fields are
+// shown even when the object leaves them unset.
+func showTable(o objects.Object, always ...string) table {
 	data := fieldsOf(o)
+	for _, k := range always {
+		if _, ok := data[k]; !ok {
+			data[k] = nil
+		}
+	}
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)

@@ -16,7 +16,7 @@ func serviceCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List magnum_service rows with their state computed as magnum-api does",
-		Args:  cobra.NoArgs,
+		Args:  args(0, 0),
 		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			rows, err := classList[*objects.MagnumService](ctx, s, objects.NameMagnumService, "list", []any{}, map[string]any{})
 			if err != nil {
@@ -76,7 +76,7 @@ func conductorCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "ping",
 		Short: "Call ping_conductor on the topic and report who answered",
-		Args:  cobra.NoArgs,
+		Args:  args(0, 0),
 		RunE: g.session(func(ctx context.Context, s *session, cmd *cobra.Command, _ []string) error {
 			start := time.Now()
 			ok, err := s.api.PingConductor(ctx)

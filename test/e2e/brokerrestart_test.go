@@ -17,8 +17,9 @@ import (
 
 // TestBrokerRestart: the conductor binary rides through `rabbitmqctl
 // stop_app`/`start_app` without a restart of its own: it answers
-// ping_conductor again, and a cluster_create cast after the restart runs
-// to CREATE_COMPLETE with its notifications sent.
+// ping_conductor again, and a cluster_create after the restart (magnumctl
+// calls it: the reply crosses the restarted broker too) runs to
+// CREATE_COMPLETE with its notifications sent.
 func TestBrokerRestart(t *testing.T) {
 	brokerctl.SkipUnlessEnabled(t)
 	dir := t.TempDir()

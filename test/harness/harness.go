@@ -7,6 +7,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -207,19 +208,52 @@ func (p *Process) Stop(timeout time.Duration) error {
 }
 
 // CTL runs magnumctl with the config file and args, returning its stdout
-// (and stderr on failure).
+// (and stderr on failure). It runs without Keystone settings (see
+// RunCTL).
 func CTL(bins *Binaries, confPath string, args ...string) (string, error) {
+	r := RunCTL(bins, confPath, nil, args...)
+	if r.Err != nil {
+		return r.Stdout, fmt.Errorf("magnumctl %s: %w: %s", strings.Join(args, " "), r.Err, r.Stderr)
+	}
+	return r.Stdout, nil
+}
+
+// CTLResult is one run of magnumctl.
+type CTLResult struct {
+	// Code is the exit status (-1 when it did not exit).
+	Code           int
+	Stdout, Stderr string
+	// Err is the run's error: nil for exit 0.
+	Err error
+}
+
+// RunCTL runs magnumctl with the config file and args, in the test's
+// environment without its OS_* variables (a developer's openrc must not
+// send the tests to a cloud) plus env ("NAME=value"). It is bounded by two
+// minutes.
+func RunCTL(bins *Binaries, confPath string, env []string, args ...string) CTLResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bins.CTL, append([]string{"--config-file", confPath}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	err := cmd.Run()
+	code := 0
 	if err != nil {
-		return stdout.String(), fmt.Errorf("magnumctl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+		code = -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
 	}
-	return stdout.String(), nil
+	return CTLResult{Code: code, Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
 }
 
 // FreePort returns a loopback address with a port nobody listens on now.

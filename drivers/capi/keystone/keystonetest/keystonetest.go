@@ -1,10 +1,17 @@
 // Package keystonetest is an in-process Keystone v3 server implementing
-// exactly the calls the keystone issuer makes, for tests:
+// exactly the calls the keystone issuer and magnumctl make, for tests:
 //
 //	GET    /, /v3                                           version discovery
-//	POST   /v3/auth/tokens                                  password or application_credential → 201 + X-Subject-Token
+//	POST   /v3/auth/tokens                                  password, token or application_credential → 201 + X-Subject-Token
+//	GET    /v3/auth/tokens                                  validate X-Subject-Token → 200 with its body
 //	POST   /v3/users/{user_id}/application_credentials      → 201 {application_credential: {id, secret, …}}
 //	DELETE /v3/users/{user_id}/application_credentials/{id} → 204
+//
+// Users added with AddUser authenticate as a real Keystone's do: by id, or
+// by name and domain; unscoped, or scoped to their project, when the
+// token's body carries the user, the project, the roles and the service
+// catalogue (SetCatalog). An application credential created by such a user
+// gives tokens scoped to the user's project.
 //
 // Errors follow Keystone's body shape {"error": {"code", "title", "message"}}.
 package keystonetest
@@ -16,6 +23,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,14 +39,26 @@ type AppCred struct {
 // Request is one request the server received (method and path only).
 type Request struct{ Method, Path string }
 
+// User is a user of the server (AddUser): it authenticates with its
+// password, by ID or by name and domain, and its scoped tokens are for its
+// project, with its roles.
+type User struct {
+	ID, Name, DomainID, DomainName, Password                   string
+	ProjectID, ProjectName, ProjectDomainID, ProjectDomainName string
+	Roles                                                      []string
+}
+
 // Server is a fake Keystone. Configure the fields before use; read them
 // through the accessor methods while requests may be running.
 type Server struct {
 	*httptest.Server
 
 	mu       sync.Mutex
-	tokens   map[string]string // token → user id
-	admins   map[string]bool   // user id → admin role
+	tokens   map[string]string         // token → user id
+	bodies   map[string]map[string]any // token → its body's "token" object
+	admins   map[string]bool           // user id → admin role
+	users    map[string]*User          // user id → user
+	catalog  []any
 	service  struct{ name, domain, password, userID string }
 	creds    map[string]*AppCred
 	requests []Request
@@ -57,7 +77,7 @@ type failure struct {
 
 // New starts a server. Close it with t.Cleanup(s.Close).
 func New() *Server {
-	s := &Server{tokens: map[string]string{}, admins: map[string]bool{}, creds: map[string]*AppCred{}, stop: make(chan struct{})}
+	s := newServer()
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -65,11 +85,16 @@ func New() *Server {
 // NewTLS starts a server over HTTPS with cert (issued for 127.0.0.1), for
 // the tests of a client's CA file.
 func NewTLS(cert tls.Certificate) *Server {
-	s := &Server{tokens: map[string]string{}, admins: map[string]bool{}, creds: map[string]*AppCred{}, stop: make(chan struct{})}
+	s := newServer()
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	s.Server.StartTLS()
 	return s
+}
+
+func newServer() *Server {
+	return &Server{tokens: map[string]string{}, bodies: map[string]map[string]any{}, admins: map[string]bool{},
+		users: map[string]*User{}, creds: map[string]*AppCred{}, stop: make(chan struct{})}
 }
 
 // Close releases delayed requests and stops the server.
@@ -95,6 +120,39 @@ func (s *Server) SetService(userID, name, domain, password string) {
 	defer s.mu.Unlock()
 	s.service.userID, s.service.name, s.service.domain, s.service.password = userID, name, domain, password
 	s.admins[userID] = true
+}
+
+// AddUser registers u; an "admin" role among u.Roles makes it an admin
+// (it may then manage other users' application credentials).
+func (s *Server) AddUser(u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := u
+	c.Roles = append([]string(nil), u.Roles...)
+	s.users[u.ID] = &c
+	for _, r := range u.Roles {
+		if r == "admin" {
+			s.admins[u.ID] = true
+		}
+	}
+}
+
+// SetCatalog sets the service catalogue of the project-scoped tokens
+// issued to users (Keystone's "catalog": a list of services with their
+// endpoints).
+func (s *Server) SetCatalog(catalog []any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catalog = catalog
+}
+
+// TokenUser returns the user a token was issued to, and whether the
+// server issued (or was given) that token.
+func (s *Server) TokenUser(token string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.tokens[token]
+	return u, ok
 }
 
 // Fail answers the next n requests whose method matches and whose path
@@ -183,6 +241,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.discovery(w)
 	case r.Method == http.MethodPost && path == "/v3/auth/tokens":
 		s.authenticate(w, r)
+	case r.Method == http.MethodGet && path == "/v3/auth/tokens":
+		s.validate(w, r)
 	case len(parts) == 4 && parts[0] == "v3" && parts[1] == "users" && parts[3] == "application_credentials" && r.Method == http.MethodPost:
 		s.createCred(w, r, parts[2])
 	case len(parts) == 5 && parts[0] == "v3" && parts[1] == "users" && parts[3] == "application_credentials" && r.Method == http.MethodDelete:
@@ -197,6 +257,17 @@ func (s *Server) discovery(w http.ResponseWriter) {
 		"id": "v3.14", "status": "stable",
 		"links": []any{map[string]any{"rel": "self", "href": s.Server.URL + "/v3/"}},
 	}})
+}
+
+type authScope struct {
+	Project *struct {
+		ID     string `json:"id"`
+		Name   string `json:"name"`
+		Domain struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"domain"`
+	} `json:"project"`
 }
 
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
@@ -215,11 +286,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
 						} `json:"domain"`
 					} `json:"user"`
 				} `json:"password"`
+				Token struct {
+					ID string `json:"id"`
+				} `json:"token"`
 				AppCred struct {
 					ID     string `json:"id"`
 					Secret string `json:"secret"`
 				} `json:"application_credential"`
 			} `json:"identity"`
+			Scope *authScope `json:"scope"`
 		} `json:"auth"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Auth.Identity.Methods) != 1 {
@@ -229,16 +304,46 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
 	id := body.Auth.Identity
 	s.mu.Lock()
 	userID := ""
+	var user *User
+	appCred := false
 	switch id.Methods[0] {
 	case "application_credential":
 		if c, ok := s.creds[id.AppCred.ID]; ok && id.AppCred.Secret != "" && c.Secret == id.AppCred.Secret {
 			userID = c.UserID
+			user = s.users[userID]
+			appCred = true
 		}
 	case "password":
 		u := id.Password.User
 		if s.service.password != "" && u.Password == s.service.password &&
 			(u.ID == s.service.userID || (u.Name == s.service.name && (u.Domain.Name == s.service.domain || u.Domain.ID == s.service.domain))) {
 			userID = s.service.userID
+		}
+		for _, c := range s.users {
+			if userID == "" && u.Password != "" && u.Password == c.Password && (u.ID == c.ID ||
+				(u.ID == "" && u.Name == c.Name && ((u.Domain.ID != "" && u.Domain.ID == c.DomainID) || (u.Domain.ID == "" && u.Domain.Name == c.DomainName)))) {
+				userID, user = c.ID, c
+			}
+		}
+	case "token":
+		if who, ok := s.tokens[id.Token.ID]; ok {
+			userID, user = who, s.users[who]
+		}
+	}
+	scoped := false
+	if user != nil {
+		switch sc := body.Auth.Scope; {
+		case appCred && sc != nil:
+			userID = "" // Keystone: an application credential's token cannot be rescoped
+		case appCred:
+			scoped = true
+		case sc != nil && sc.Project != nil:
+			p := sc.Project
+			scoped = (p.ID != "" && p.ID == user.ProjectID) || (p.ID == "" && p.Name == user.ProjectName &&
+				((p.Domain.ID != "" && p.Domain.ID == user.ProjectDomainID) || (p.Domain.ID == "" && p.Domain.Name == user.ProjectDomainName)))
+			if !scoped {
+				userID = ""
+			}
 		}
 	}
 	if userID == "" {
@@ -247,13 +352,53 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := "gAAAA" + randomHex(24)
+	now := time.Now().UTC()
+	tok := map[string]any{
+		"methods": id.Methods, "user": map[string]any{"id": userID},
+		"expires_at": now.Add(time.Hour).Format(time.RFC3339), "issued_at": now.Format(time.RFC3339), "catalog": []any{},
+	}
+	if user != nil {
+		tok["user"] = map[string]any{"id": user.ID, "name": user.Name, "domain": map[string]any{"id": user.DomainID, "name": user.DomainName}}
+		delete(tok, "catalog")
+	}
+	if scoped {
+		roles := make([]any, 0, len(user.Roles))
+		for i, r := range user.Roles {
+			roles = append(roles, map[string]any{"id": "role-" + strconv.Itoa(i), "name": r})
+		}
+		tok["project"] = map[string]any{"id": user.ProjectID, "name": user.ProjectName,
+			"domain": map[string]any{"id": user.ProjectDomainID, "name": user.ProjectDomainName}}
+		tok["roles"] = roles
+		catalog := s.catalog
+		if catalog == nil {
+			catalog = []any{}
+		}
+		tok["catalog"] = catalog
+	}
 	s.tokens[token] = userID
+	s.bodies[token] = tok
 	s.mu.Unlock()
 	w.Header().Set("X-Subject-Token", token)
-	writeJSON(w, http.StatusCreated, map[string]any{"token": map[string]any{
-		"methods": id.Methods, "user": map[string]any{"id": userID},
-		"expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "catalog": []any{},
-	}})
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok})
+}
+
+// validate is GET /v3/auth/tokens: the body of the token in
+// X-Subject-Token, for a caller with a valid X-Auth-Token.
+func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	_, callerOK := s.tokens[r.Header.Get("X-Auth-Token")]
+	subject := r.Header.Get("X-Subject-Token")
+	tok, ok := s.bodies[subject]
+	s.mu.Unlock()
+	switch {
+	case !callerOK:
+		writeError(w, http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
+	case !ok:
+		writeError(w, http.StatusNotFound, "Not Found", "Failed to validate token")
+	default:
+		w.Header().Set("X-Subject-Token", subject)
+		writeJSON(w, http.StatusOK, map[string]any{"token": tok})
+	}
 }
 
 // caller checks X-Auth-Token and that it may act on userID.
@@ -299,10 +444,14 @@ func (s *Server) createCred(w http.ResponseWriter, r *http.Request, userID strin
 	c := &AppCred{ID: randomHex(16), Name: body.AC.Name, Description: body.AC.Description, Secret: randomHex(32),
 		UserID: userID, Unrestricted: body.AC.Unrestricted != nil && *body.AC.Unrestricted, ExpiresAt: body.AC.ExpiresAt}
 	s.creds[c.ID] = c
+	project := "project"
+	if u, ok := s.users[userID]; ok {
+		project = u.ProjectID
+	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"application_credential": map[string]any{
 		"id": c.ID, "name": c.Name, "description": c.Description, "secret": c.Secret,
-		"unrestricted": c.Unrestricted, "expires_at": c.ExpiresAt, "project_id": "project",
+		"unrestricted": c.Unrestricted, "expires_at": c.ExpiresAt, "project_id": project,
 		"roles": []any{map[string]any{"id": "r1", "name": "member"}},
 		"links": map[string]any{"self": s.Server.URL + "/v3/users/" + userID + "/application_credentials/" + c.ID},
 	}})
