@@ -3,7 +3,9 @@
 // Secrets; CRDs; no controllers, no webhooks) on embedded etcd, built from
 // the separate module test/kubeapiserver and run as a process, loaded with
 // the Cluster API CRDs (from the Go module cache) and the CAPO CRDs (from
-// drivers/capi/testdata).
+// drivers/capi/testdata, or CAPO's release from the module cache:
+// CAPOCRDFiles). StartControllers runs the real Cluster API managers
+// against it, and the real CAPO manager with WithCAPO (capo.go).
 //
 // The server is a separate module and process because k8s.io/kubernetes
 // needs a replace line per staging module; those stay out of
@@ -26,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -322,7 +325,8 @@ func (s *Server) Stop() {
 
 // ContractLabel is the label by which Cluster API finds the versions of a
 // provider's CRD that implement its v1beta2 contract; clusterctl adds it
-// from the provider's metadata.
+// from the provider's metadata. CAPO's releases carry the v1beta1
+// contract's instead (contractLabel).
 const ContractLabel = "cluster.x-k8s.io/v1beta2"
 
 func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
@@ -371,18 +375,38 @@ func (s *Server) installCRDs(ctx context.Context, files []string) error {
 		crd.Spec.Versions = keep
 		crd.Spec.Conversion = nil
 		// As clusterctl installs them: the served (storage) version
-		// implements the contract.
+		// implements the provider's contract (contractLabel).
 		names := make([]string, 0, len(keep))
 		for _, v := range keep {
 			names = append(names, v.Name)
 		}
-		labels := crd.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
+		if key, value := contractLabel(crd, names); key != "" {
+			labels := crd.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[key] = value
+			crd.SetLabels(labels)
 		}
-		labels[ContractLabel] = strings.Join(names, "_")
-		crd.SetLabels(labels)
-		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Installed before (StartControllers installs what Start did):
+			// the same versions, or two sets of CRDs of one kind collide
+			// (the testdata's v1beta2 CAPO CRDs and a CAPO release's).
+			got, gerr := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return fmt.Errorf("apitest: CRD %s: %w", crd.Name, gerr)
+			}
+			var have []string
+			for _, v := range got.Spec.Versions {
+				have = append(have, v.Name)
+			}
+			if !slices.Equal(have, names) {
+				return fmt.Errorf("apitest: CRD %s is installed with versions %v, not %v: two sets of CRDs of one kind on one server", crd.Name, have, names)
+			}
+			err = nil
+		}
+		if err != nil {
 			return fmt.Errorf("apitest: create CRD %s: %w", crd.Name, err)
 		}
 	}
