@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -157,7 +158,7 @@ func StartWithCRDs(ctx context.Context, verbose bool) (*Server, error) {
 	if verbose {
 		logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	}
-	s, err := Start(ctx, logf, CRDSet{Contract: "v1beta2", Files: files}, CRDSet{Contract: capoContract, Files: capo})
+	s, err := Start(ctx, logf, CRDSet{Contract: "v1beta2", Files: files}, CRDSet{Contract: CAPOContract, Files: capo})
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +204,10 @@ func Build(ctx context.Context, logf Logger, need ...string) (string, error) {
 	}
 	return buildModule(ctx, logf, serverModule, "kubeapiserver", targets, need...)
 }
+
+// NoContract is the Contract of CRDs that are no Cluster API provider's
+// (ORC's): they get no contract label.
+const NoContract = "-"
 
 // CRDSet is CRD files (paths to YAML files, each holding one or more CRDs)
 // of providers that implement one version of Cluster API's provider
@@ -375,7 +380,7 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 // provider implements.
 func (s *Server) installCRDs(ctx context.Context, set CRDSet) error {
 	if set.Contract == "" {
-		return errors.New("apitest: CRDs without the contract version their provider implements")
+		return errors.New("apitest: CRDs without the contract version their provider implements (NoContract: none)")
 	}
 	cs, err := apiextclient.NewForConfig(s.Config)
 	if err != nil {
@@ -406,13 +411,32 @@ func (s *Server) installCRDs(ctx context.Context, set CRDSet) error {
 		for _, v := range keep {
 			names = append(names, v.Name)
 		}
-		labels := crd.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
+		if set.Contract != NoContract {
+			labels := crd.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[ContractLabel(set.Contract)] = strings.Join(names, "_")
+			crd.SetLabels(labels)
 		}
-		labels[ContractLabel(set.Contract)] = strings.Join(names, "_")
-		crd.SetLabels(labels)
-		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Installed before (StartControllers installs what Start did):
+			// the same versions, or two sets of CRDs of one kind collide.
+			got, gerr := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return fmt.Errorf("apitest: CRD %s: %w", crd.Name, gerr)
+			}
+			var have []string
+			for _, v := range got.Spec.Versions {
+				have = append(have, v.Name)
+			}
+			if !slices.Equal(have, names) {
+				return fmt.Errorf("apitest: CRD %s is installed with versions %v, not %v: two sets of CRDs of one kind on one server", crd.Name, have, names)
+			}
+			err = nil
+		}
+		if err != nil {
 			return fmt.Errorf("apitest: create CRD %s: %w", crd.Name, err)
 		}
 	}

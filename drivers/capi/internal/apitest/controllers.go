@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,22 +46,29 @@ const FeatureGates = "ClusterTopology=true"
 type manager struct {
 	name     string // binary, log file and webhook configuration prefix
 	pkg      string // main package in managersModule
-	module   string // CAPIModule or CAPITestModule: where its manifests are
+	module   string // CAPIModule, CAPITestModule or CAPOModule: where its manifests are
 	crds     string // directory of its CRDs in that module
 	webhooks string // its webhook manifest in that module
+	gates    string // its --feature-gates, if any
+	// contract is the Cluster API contract its CRDs implement (v1beta2
+	// when empty).
+	contract string
+	// controllers whose workers must have started (see workersStarted)
+	// before it counts as ready, besides its /readyz
+	controllers []string
 }
 
 var managers = []manager{
 	{name: "capi-kubeadm-bootstrap", pkg: "sigs.k8s.io/cluster-api/bootstrap/kubeadm", module: CAPIModule,
-		crds: "bootstrap/kubeadm/config/crd/bases", webhooks: "bootstrap/kubeadm/config/webhook/manifests.yaml"},
+		crds: "bootstrap/kubeadm/config/crd/bases", webhooks: "bootstrap/kubeadm/config/webhook/manifests.yaml", gates: FeatureGates},
 	{name: "capi-kubeadm-control-plane", pkg: "sigs.k8s.io/cluster-api/controlplane/kubeadm", module: CAPIModule,
-		crds: "controlplane/kubeadm/config/crd/bases", webhooks: "controlplane/kubeadm/config/webhook/manifests.yaml"},
+		crds: "controlplane/kubeadm/config/crd/bases", webhooks: "controlplane/kubeadm/config/webhook/manifests.yaml", gates: FeatureGates},
 	{name: "capi-inmemory", pkg: "./inmemory", module: CAPITestModule,
-		crds: inMemoryCRDs, webhooks: "infrastructure/docker/config/webhook/manifests.yaml"},
+		crds: inMemoryCRDs, webhooks: "infrastructure/docker/config/webhook/manifests.yaml", gates: FeatureGates},
 	// Last: the probes that tell when the API server calls the webhooks
 	// use the core webhooks (see waitWebhooks).
 	{name: "capi-core", pkg: "sigs.k8s.io/cluster-api/core", module: CAPIModule,
-		crds: "core/config/crd/bases", webhooks: "core/config/webhook/manifests.yaml"},
+		crds: "core/config/crd/bases", webhooks: "core/config/webhook/manifests.yaml", gates: FeatureGates},
 }
 
 func managerTargets() []target {
@@ -79,8 +87,9 @@ func BuildManagers(ctx context.Context, logf Logger) (string, error) {
 
 // Controllers are the real Cluster API controllers and webhooks (core with
 // ClusterTopology, kubeadm bootstrap, kubeadm control plane, the in-memory
-// infrastructure provider) and a garbage collector and namespace
-// controller (kube-controller-manager), running against a Server.
+// infrastructure provider; CAPO with WithCAPO) and a garbage collector and
+// namespace controller (kube-controller-manager), running against a
+// Server.
 type Controllers struct {
 	dir      string // certificates and logs
 	spawn    *spawner
@@ -88,6 +97,28 @@ type Controllers struct {
 	dyn      dynamic.Interface
 	webhooks []webhookConfig // registered, removed by stop
 	ports    *os.File        // the lock on the in-memory provider's port block
+}
+
+// A ControllersOption adds to what StartControllers runs.
+type ControllersOption func(*controllersConfig)
+
+type controllersConfig struct {
+	capo     bool
+	capoArgs []string
+}
+
+// WithCAPO runs the real CAPO manager (CAPOVersion, built from
+// test/capomanager by BuildCAPO) too, with its CRDs (CAPOCRDFiles, with
+// CAPO's v1beta1 contract label), the ORC Image CRD it watches, and its
+// validating webhooks; args are added to its command line (for instance
+// --ca-certs=<file> for a Keystone with TLS, or -v=4). It reads each
+// OpenStackCluster's cloud credentials from the Secret its identityRef
+// names, and needs none of its own.
+func WithCAPO(args ...string) ControllersOption {
+	return func(c *controllersConfig) {
+		c.capo = true
+		c.capoArgs = append(c.capoArgs, args...)
+	}
 }
 
 type webhookConfig struct {
@@ -104,12 +135,12 @@ var (
 // test binary whose tests need the real controllers calls it once (from
 // TestMain, or lazily from the first test that needs them) and stops the
 // server with Stop, which stops the controllers too.
-func StartWithControllers(ctx context.Context, verbose bool) (*Server, error) {
+func StartWithControllers(ctx context.Context, verbose bool, opts ...ControllersOption) (*Server, error) {
 	s, err := StartWithCRDs(ctx, verbose)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.StartControllers(ctx); err != nil {
+	if _, err := s.StartControllers(ctx, opts...); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -118,14 +149,19 @@ func StartWithControllers(ctx context.Context, verbose bool) (*Server, error) {
 
 // StartControllers builds (see BuildManagers; the first build takes
 // minutes) and starts the Cluster API managers and the garbage collector
-// against s: every CRD they need is installed (with contract labels,
-// storage versions only), each manager serves its admission webhooks on
-// 127.0.0.1 with a self-signed certificate, and the webhooks are
-// registered once every manager is ready. It returns once the API server
-// calls the webhooks. Server.Stop stops them. Only one set per Server.
-func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
+// against s, and the CAPO manager if asked (WithCAPO): every CRD they need
+// is installed (with contract labels, storage versions only), each manager
+// serves its admission webhooks on 127.0.0.1 with a self-signed
+// certificate, and the webhooks are registered once every manager is
+// ready. It returns once the API server calls the webhooks. Server.Stop
+// stops them. Only one set per Server.
+func (s *Server) StartControllers(ctx context.Context, opts ...ControllersOption) (*Controllers, error) {
 	if s.controllers != nil {
 		return nil, errors.New("apitest: controllers already started on this server")
+	}
+	var cfg controllersConfig
+	for _, o := range opts {
+		o(&cfg)
 	}
 	logf := s.logf
 	begin := time.Now()
@@ -146,6 +182,28 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 	if err != nil {
 		return nil, err
 	}
+	run := managers
+	binDirs := map[string]string{}
+	for _, m := range managers {
+		binDirs[m.name] = binDir
+	}
+	var extraCRDs []string
+	if cfg.capo {
+		if err := checkCAPOVersion(ctx); err != nil {
+			return nil, err
+		}
+		if modDirs[CAPOModule], err = ModuleDir(ctx, CAPOModule, CAPOVersion); err != nil {
+			return nil, err
+		}
+		if extraCRDs, err = orcCRDFiles(ctx); err != nil {
+			return nil, err
+		}
+		if binDirs[binCAPO], err = BuildCAPO(ctx, logf); err != nil {
+			return nil, err
+		}
+		// Before the core manager, which stays last (see managers).
+		run = slices.Insert(slices.Clone(managers), len(managers)-1, capoManager)
+	}
 	kcmDir, err := Build(ctx, logf, binControllerManager)
 	if err != nil {
 		return nil, err
@@ -153,18 +211,26 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 	logf("apitest: controller binaries built (or found) in %s", time.Since(begin).Round(time.Millisecond))
 
 	begin = time.Now()
-	var crdFiles []string
-	for _, m := range managers {
+	sets := []CRDSet{{Contract: NoContract, Files: extraCRDs}}
+	nfiles := len(extraCRDs)
+	for _, m := range run {
 		files, err := filepath.Glob(filepath.Join(modDirs[m.module], m.crds, "*.yaml"))
 		if err != nil || len(files) == 0 {
 			return nil, fmt.Errorf("apitest: no CRDs of %s under %s (%v)", m.name, m.crds, err) //nolint:errorlint // err may be nil (no files): text for the reader
 		}
-		crdFiles = append(crdFiles, files...)
+		contract := m.contract
+		if contract == "" {
+			contract = "v1beta2"
+		}
+		sets = append(sets, CRDSet{Contract: contract, Files: files})
+		nfiles += len(files)
 	}
-	if err := s.installCRDs(ctx, CRDSet{Contract: "v1beta2", Files: crdFiles}); err != nil {
-		return nil, err
+	for _, set := range sets {
+		if err := s.installCRDs(ctx, set); err != nil {
+			return nil, err
+		}
 	}
-	logf("apitest: %d controller CRD files installed in %s", len(crdFiles), time.Since(begin).Round(time.Millisecond))
+	logf("apitest: %d controller CRD files installed in %s", nfiles, time.Since(begin).Round(time.Millisecond))
 
 	begin = time.Now()
 	c := &Controllers{spawn: newSpawner()}
@@ -210,7 +276,7 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 
 	webhookPorts := map[string]int{}
 	plain := &http.Client{Timeout: 2 * time.Second}
-	for mi, m := range managers {
+	for mi, m := range run {
 		ports := make([]int, 3) // webhook, health, diagnostics (or the in-memory provider's debug server)
 		for i := range ports {
 			ports[i] = ownPort(minPort, 1+3*mi+i)
@@ -218,7 +284,10 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 		webhookPorts[m.name] = ports[0]
 		args := []string{
 			"--webhook-port=" + strconv.Itoa(ports[0]), "--webhook-cert-dir=" + certDir,
-			"--health-addr=" + fmt.Sprintf("127.0.0.1:%d", ports[1]), "--feature-gates=" + FeatureGates,
+			"--health-addr=" + fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		}
+		if m.gates != "" {
+			args = append(args, "--feature-gates="+m.gates)
 		}
 		if m.pkg == "./inmemory" {
 			args = append(args, "--debug-port="+strconv.Itoa(ports[2]),
@@ -227,13 +296,19 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 			args = append(args, "--leader-elect=false",
 				"--diagnostics-address="+fmt.Sprintf("127.0.0.1:%d", ports[2]), "--insecure-diagnostics")
 		}
-		p, err := c.spawn.startProc(m.name, filepath.Join(binDir, m.name), filepath.Join(c.dir, m.name+".log"), args,
+		if m.name == binCAPO {
+			args = append(args, cfg.capoArgs...)
+		}
+		p, err := c.spawn.startProc(m.name, filepath.Join(binDirs[m.name], m.name), filepath.Join(c.dir, m.name+".log"), args,
 			[]string{"KUBECONFIG=" + s.kubeconfig, "POD_IP=127.0.0.1"})
 		if err != nil {
 			return nil, err
 		}
 		c.procs = append(c.procs, p)
 		checks[p] = httpOK(plain, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]))
+		if len(m.controllers) > 0 {
+			checks[p] = allOK(checks[p], workersStarted(p, m.controllers))
+		}
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -245,7 +320,7 @@ func (s *Server) StartControllers(ctx context.Context) (*Controllers, error) {
 	logf("apitest: controller managers ready in %s", time.Since(begin).Round(time.Millisecond))
 
 	begin = time.Now()
-	for _, m := range managers {
+	for _, m := range run {
 		if err := c.registerWebhooks(ctx, m, filepath.Join(modDirs[m.module], m.webhooks), webhookPorts[m.name], caPEM); err != nil {
 			return nil, err
 		}
@@ -370,6 +445,18 @@ func (c *Controllers) stop() {
 	}
 }
 
+// Log is the whole log of the controller named name (a binary's name:
+// "capi-core", "capo-manager", ...).
+func (c *Controllers) Log(name string) (string, error) {
+	for _, p := range c.procs {
+		if p.name == name {
+			b, err := os.ReadFile(p.log)
+			return string(b), err
+		}
+	}
+	return "", fmt.Errorf("apitest: no controller %q", name)
+}
+
 // Logs is the end of every controller's log (for a failed test's output).
 func (c *Controllers) Logs(perProcess int) string {
 	if c == nil {
@@ -401,6 +488,38 @@ func httpOK(client *http.Client, url string) func(context.Context) error {
 	}
 }
 
+// allOK passes when every check passes, tried in order.
+func allOK(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, c := range checks {
+			if err := c(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// workersStarted passes once p's log shows the workers of each of
+// controllers started, which controller-runtime does only once the
+// controller's caches have synced. A manager's /readyz tells only that its
+// webhook server runs: one watching a kind that has no CRD is ready for
+// the two minutes it waits for that cache, then exits.
+func workersStarted(p *proc, controllers []string) func(context.Context) error {
+	return func(context.Context) error {
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			return err
+		}
+		for _, c := range controllers {
+			if !bytes.Contains(b, []byte(`"Starting workers" controller="`+c+`"`)) {
+				return fmt.Errorf("%s: the workers of controller %s have not started", p.name, c)
+			}
+		}
+		return nil
+	}
+}
+
 // ownPort is the i-th port of the managers' own listeners (webhooks,
 // health, diagnostics; the garbage collector's): the top ownPorts of the
 // run's locked block. A port picked free by a listen on :0 and closed
@@ -424,8 +543,9 @@ const (
 	portBlock     = 200
 	portRangeLow  = 20000
 	portRangeHigh = 32000 // below net.ipv4.ip_local_port_range's 32768
-	// ownPorts of each block are the managers' own (ownPort); the
-	// in-memory provider's workload clusters get the rest.
+	// ownPorts of each block are the managers' own (ownPort: the
+	// garbage collector's, and three for each of five managers with
+	// CAPO); the in-memory provider's workload clusters get the rest.
 	ownPorts = 16
 )
 

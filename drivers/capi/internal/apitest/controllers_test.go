@@ -25,13 +25,19 @@ import (
 	"github.com/openstack/magnum-conductor/internal/testkit"
 )
 
-// The server with the controllers is started by the first test that needs
+// A server with the controllers is started by the first test that needs
 // it (the unit tests of this package do not pay for it) and stopped by
-// TestMain.
+// TestMain, or by a test that needs the other kind: one with the
+// Cluster API managers (needControllers), one with the CAPO manager too
+// (needCAPO). Two
+// controller sets at once starve each other on two cores
+// (DEVELOPERS.md), so only one runs at a time; the tests of one kind are
+// in one file, and Go runs a package's tests file by file.
 var (
-	startOnce sync.Once
-	server    *apitest.Server
-	startErr  error
+	serverMu   sync.Mutex
+	server     *apitest.Server
+	serverKind string
+	startErrs  = map[string]error{}
 )
 
 func TestMain(m *testing.M) {
@@ -48,35 +54,56 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needControllers returns the server with the Cluster API controllers.
-func needControllers(t *testing.T) (*apitest.Server, dynamic.Interface) {
+// needServer returns the running server of kind, started by start (and
+// the other kind's stopped) if it is not the one running.
+func needServer(t *testing.T, kind string, start func(context.Context) (*apitest.Server, error)) (*apitest.Server, dynamic.Interface) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs the test kube-apiserver and the Cluster API controllers (not started with -short)")
 	}
-	startOnce.Do(func() {
-		// The first build of the managers takes minutes (BuildManagers).
+	serverMu.Lock()
+	defer serverMu.Unlock()
+	if err := startErrs[kind]; err != nil {
+		t.Fatal(err)
+	}
+	if serverKind != kind {
+		if server != nil {
+			server.Stop()
+			server, serverKind = nil, ""
+		}
+		// The first build of the managers takes minutes (BuildManagers,
+		// BuildCAPO).
 		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 		defer cancel()
 		begin := time.Now()
-		server, startErr = apitest.StartWithControllers(ctx, testing.Verbose())
-		if startErr == nil {
-			fmt.Fprintf(os.Stderr, "apitest: API server with the Cluster API controllers ready in %s\n", time.Since(begin).Round(time.Millisecond))
+		s, err := start(ctx)
+		if err != nil {
+			startErrs[kind] = err
+			t.Fatal(err)
 		}
-	})
-	if startErr != nil {
-		t.Fatal(startErr)
+		fmt.Fprintf(os.Stderr, "apitest: API server with the %s controllers ready in %s\n", kind, time.Since(begin).Round(time.Millisecond))
+		server, serverKind = s, kind
 	}
-	dyn, err := dynamic.NewForConfig(server.Config)
+	s := server
+	dyn, err := dynamic.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log(server.Controllers().Logs(3000))
+			t.Log(s.Controllers().Logs(3000))
 		}
 	})
-	return server, dyn
+	return s, dyn
+}
+
+// needControllers returns the server with the Cluster API controllers and
+// CAPO's released CRDs (no CAPO manager).
+func needControllers(t *testing.T) (*apitest.Server, dynamic.Interface) {
+	t.Helper()
+	return needServer(t, "Cluster API", func(ctx context.Context) (*apitest.Server, error) {
+		return apitest.StartWithControllers(ctx, testing.Verbose())
+	})
 }
 
 var (
@@ -300,11 +327,8 @@ func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, _ dy
 }
 
 // The webhooks judge what the schema cannot: a topology variable of the
-// wrong type is refused by the Cluster webhook, against magnum-v1's
-// variables, and the same Cluster with the right type is accepted. The
-// class is magnum-v1's in-memory variant (the same variables): its
-// OpenStack kinds (CAPO v1beta2) are not served by the released CAPO's
-// CRDs the server runs.
+// wrong type is refused by the Cluster webhook, against the released
+// OpenStack class, and the same Cluster with the right type is accepted.
 func TestWebhooksRefuseAVariableOfTheWrongType(t *testing.T) {
 	s, dyn := needControllers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -317,11 +341,7 @@ func TestWebhooksRefuseAVariableOfTheWrongType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	variant, err := apitest.InMemoryClass(bundles["v1"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	class := applyClass(ctx, t, s, dyn, ns, variant)
+	class := applyClass(ctx, t, s, dyn, ns, bundles["v1"])
 	clusters := dyn.Resource(clusterGVR).Namespace(ns)
 
 	bad := topologyCluster(ns, "wrong-type", class, 1)

@@ -1,7 +1,7 @@
 // Command prebuild builds the binaries the capi tests run (the test
-// kube-apiserver, the garbage collector, the Cluster API managers) into
-// apitest's cache, so that `make test` pays for a cold build once, before
-// the tests and outside their timeouts. It prints what it built and how
+// kube-apiserver, the garbage collector, the Cluster API managers, the CAPO
+// manager) into apitest's cache, so that `make test` pays for a cold build
+// once, before the tests and outside their timeouts. It prints what it built and how
 // long each took; with everything up to date it returns at once.
 package main
 
@@ -24,9 +24,13 @@ func main() {
 		logf("prebuild: test kube-apiserver and kube-controller-manager in %s", dir)
 		dir, err = apitest.BuildManagers(ctx, logf)
 	}
+	if err == nil {
+		logf("prebuild: Cluster API managers in %s", dir)
+		dir, err = apitest.BuildCAPO(ctx, logf)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "prebuild:", err)
 		os.Exit(1)
 	}
-	logf("prebuild: Cluster API managers in %s (all up to date after %s)", dir, time.Since(begin).Round(time.Millisecond))
+	logf("prebuild: CAPO manager in %s (all up to date after %s)", dir, time.Since(begin).Round(time.Millisecond))
 }
