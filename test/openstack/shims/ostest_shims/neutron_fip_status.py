@@ -12,6 +12,7 @@ from neutron_lib.callbacks import events
 from neutron_lib.callbacks import registry
 from neutron_lib.callbacks import resources
 from neutron_lib import constants
+from neutron_lib.plugins import constants as plugin_constants
 from neutron_lib.plugins import directory
 from neutron_lib.services import base as service_base
 from oslo_log import log as logging
@@ -41,7 +42,7 @@ class FloatingIPStatusPlugin(service_base.ServicePluginBase):
                   else constants.FLOATINGIP_STATUS_DOWN)
         if fip.get('status') == status:
             return
-        l3 = directory.get_plugin(constants.L3)
+        l3 = directory.get_plugin(plugin_constants.L3)
         l3.update_floatingip_status(payload.context.elevated(), fip['id'],
                                     status)
         LOG.info("floating IP %s is %s", fip['id'], status)

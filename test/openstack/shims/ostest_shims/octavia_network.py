@@ -12,6 +12,7 @@ allocating the VIP as a port named octavia-lb-<id> in the load balancer's
 project, deallocating it) and the noop driver for everything that touches an
 amphora.
 """
+from octavia.network import base
 from octavia.network.drivers.neutron import allowed_address_pairs
 from octavia.network.drivers.noop_driver import driver as noop
 
@@ -32,3 +33,29 @@ for _name in ("plug_vip", "unplug_vip", "plug_network", "unplug_network",
               "plug_fixed_ip", "unplug_fixed_ip", "apply_qos_on_port"):
     setattr(VipPortNetworkDriver, _name,
             (lambda n: lambda self, *a, **kw: getattr(self._noop, n)(*a, **kw))(_name))
+
+
+class VipPortWorkerNetworkDriver(VipPortNetworkDriver):
+    """The driver of octavia-worker: a port, network or subnet Neutron does
+    not know is one the noop half invented for an amphora (plug_network
+    returns an interface whose port the member flows then read), and is
+    answered by the noop driver. octavia-api keeps VipPortNetworkDriver, so
+    that a user's unknown subnet or network is refused as on a cloud."""
+
+    def get_port(self, port_id, context=None):
+        try:
+            return super().get_port(port_id, context=context)
+        except base.PortNotFound:
+            return self._noop.get_port(port_id, context=context)
+
+    def get_network(self, network_id, context=None):
+        try:
+            return super().get_network(network_id, context=context)
+        except base.NetworkNotFound:
+            return self._noop.get_network(network_id, context=context)
+
+    def get_subnet(self, subnet_id, context=None):
+        try:
+            return super().get_subnet(subnet_id, context=context)
+        except base.SubnetNotFound:
+            return self._noop.get_subnet(subnet_id, context=context)
