@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/applicationcredentials"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
@@ -391,4 +392,75 @@ func (c *Cloud) await(ctx context.Context, projectID, userID string, match func(
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// User is one more user of a project.
+type User struct {
+	ID, Name, Password string
+	// Provider is authenticated as the user, scoped to the project.
+	Provider *gophercloud.ProviderClient
+}
+
+// AddUser creates another user in the project holding Cloud.MemberRoles
+// (another member of the same team), deleted when the test ends.
+func (p *Project) AddUser(t testing.TB) *User {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	idc := p.cloud.identity(t)
+	u := &User{Name: p.Name + "-" + randomHex(3), Password: randomHex(16)}
+	created, err := users.Create(ctx, idc, users.CreateOpts{
+		Name: u.Name, DomainID: "default", DefaultProjectID: p.ID, Password: u.Password,
+	}).Extract()
+	if err != nil {
+		t.Fatalf("create user %s: %v", u.Name, err)
+	}
+	u.ID = created.ID
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := users.Delete(ctx, idc, u.ID).ExtractErr(); err != nil && !notFound(err) {
+			t.Errorf("delete user %s: %v", u.Name, err)
+		}
+	})
+	all, err := roles.List(idc, roles.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatalf("list roles: %v", err)
+	}
+	rs, _ := roles.ExtractRoles(all)
+	for _, want := range p.cloud.MemberRoles {
+		i := slices.IndexFunc(rs, func(r roles.Role) bool { return r.Name == want })
+		if i < 0 {
+			t.Fatalf("role %s does not exist", want)
+		}
+		if err := roles.Assign(ctx, idc, rs[i].ID, roles.AssignOpts{UserID: u.ID, ProjectID: p.ID}).ExtractErr(); err != nil {
+			t.Fatalf("give %s role %s: %v", u.Name, want, err)
+		}
+	}
+	u.Provider, err = openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{
+		IdentityEndpoint: p.cloud.AuthURL, Username: u.Name, Password: u.Password, DomainID: "default",
+		Scope: &gophercloud.AuthScope{ProjectID: p.ID}, AllowReauth: true,
+	})
+	if err != nil {
+		t.Fatalf("authenticate as %s: %v", u.Name, err)
+	}
+	return u
+}
+
+// ApplicationCredential creates a restricted application credential of
+// the project's user, as Magnum makes one for a cluster, and returns its
+// id and secret. It goes with the user.
+func (p *Project) ApplicationCredential(t testing.TB, name string) (id, secret string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	idc, err := openstack.NewIdentityV3(p.Provider, p.cloud.EndpointOpts())
+	if err != nil {
+		t.Fatalf("identity endpoint: %v", err)
+	}
+	ac, err := applicationcredentials.Create(ctx, idc, p.UserID, applicationcredentials.CreateOpts{Name: name}).Extract()
+	if err != nil {
+		t.Fatalf("create application credential %s: %v", name, err)
+	}
+	return ac.ID, ac.Secret
 }

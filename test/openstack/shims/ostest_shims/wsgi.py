@@ -4,8 +4,8 @@ Why: Keystone and Placement ship WSGI entry points and no server (Debian
 runs them under uwsgi or Apache); gunicorn serves them here. Each of them
 parses sys.argv with oslo.config, which would then read gunicorn's own
 arguments and fail (the worker crash-loops), so sys.argv is reset first.
-Octavia's own octavia-api script serves with wsgiref's single-threaded
-server; gunicorn with threads answers the tests' parallel calls.
+Octavia's own octavia-api script serves with wsgiref's server, one request
+at a time; gunicorn's workers answer the tests' parallel calls.
 The configuration file comes from the environment (OSTEST_CONFIG).
 """
 import os
