@@ -273,6 +273,10 @@ func (c *Cloud) Purge(ctx context.Context, projectID, userID string) error {
 	if err != nil {
 		return err
 	}
+	// Most tests leave nothing: one listing instead of a delete pass.
+	if left, err := c.Leftovers(ctx, projectID, userID); err == nil && len(left) == 0 {
+		return nil
+	}
 	var errs []error
 	keep := func(what string, err error) {
 		if err != nil && !notFound(err) {
