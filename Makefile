@@ -35,7 +35,7 @@ EXAMPLE := examples/outoftree
 PACKAGING := packaging
 DIST      ?= dist
 
-.PHONY: help build run test race unit bench chaos lint services sample docs clean bench-capi-scale apihost-deb interop-nightly deb image package-test
+.PHONY: help build run test test-steps race unit bench chaos lint services sample docs clean bench-capi-scale apihost-deb interop-nightly deb image package-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -63,7 +63,13 @@ PLAINPKGS = $$($(GO) list $(PKGS) | grep -v -E '/magnum-conductor/(api|periodic|
 # by the integration tests. Every other test runs once: the in-process
 # packages under the race detector, the rest (which start built binaries
 # and Python peers) plain.
+# The tests that need the OpenStack control plane (test/openstack) start it
+# once (test/openstack/up, shared by every test binary of the run);
+# hack/openstack-down stops it when the steps end, passed or failed.
 test: ## every test, unit and integration (needs MariaDB and RabbitMQ: see `make services`)
+	./hack/openstack-down $(MAKE) --no-print-directory test-steps
+
+test-steps:
 	./hack/step vet $(GO) vet $(PKGS)
 	@echo "building the test Kubernetes API server, garbage collector, Cluster API and CAPO managers ($(KUBEAPISERVER), $(CAPIMANAGERS), $(CAPOMANAGER); cached by content, about 30 minutes when cold)"
 	./hack/step prebuild $(GO) run ./drivers/capi/internal/apitest/prebuild
@@ -144,7 +150,7 @@ lint: ## gofmt, go vet, staticcheck (staticcheck.conf) and golangci-lint (.golan
 	$(GO) -C $(EXAMPLE) run $(GOLANGCI) run -c $(CURDIR)/.golangci.yml $(GOLANGCIFLAGS) ./...
 	$(GO) -C $(PACKAGING) run $(GOLANGCI) run -c $(CURDIR)/.golangci.yml $(GOLANGCIFLAGS) ./...
 
-services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once)
+services: ## start MariaDB and RabbitMQ if they are down, install the Python peers (15.0.1 on the host, 23.0.0 in a chroot built once) and build the OpenStack control plane's chroot once (test/openstack; docs/openstack-testing.md)
 	bash .ci/services
 
 apihost-deb: ## build bin/python3-magnum-conductor-go_*.deb, the Go drivers' entry points for magnum-api hosts (apihost/)

@@ -10,6 +10,11 @@ import (
 	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep/cloudsweeptest"
 )
 
+// These tests run against cloudsweeptest, a fake cloud; the same scenarios
+// run against the real control plane in cloudsweep_real_test.go
+// (TestRealOpenStack*). The fake stays for a load balancer held in a
+// PENDING_* state, Manila share types and the request paths, which the
+// real plane cannot give on demand.
 func cloudOf(fake *cloudsweeptest.Cloud) cloudsweep.Cloud {
 	return cloudsweep.Cloud{AuthURL: fake.URL + "/identity", ApplicationCredentialID: cloudsweeptest.CredentialID,
 		ApplicationCredentialSecret: cloudsweeptest.CredentialSecret, Region: "RegionOne", Interface: "public"}

@@ -32,6 +32,12 @@ const (
 	serviceDomain = "Default"
 )
 
+// These tests run the issuer against keystonetest, a fake Keystone: the
+// same scenarios run against the real Keystone in keystone_real_test.go
+// (TestRealOpenStack*). The fake stays for what Keystone cannot be made to
+// do on demand (5xx, a hang past the timeout, TLS with a test CA) and to
+// pin the request paths; the lifecycle cases here are kept beside the real
+// ones (their removal was not asked of the real tests' first run).
 type fixture struct {
 	ks   *keystonetest.Server
 	iss  *Issuer
