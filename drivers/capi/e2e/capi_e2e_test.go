@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -77,7 +78,9 @@ func TestMain(m *testing.M) {
 	// minutes (apitest); they are cached after.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	begin := time.Now()
-	s, err := apitest.StartWithControllers(ctx, testing.Verbose())
+	// The CAPO manager too, for the real-OpenStack test (it reconciles
+	// nothing of the in-memory clusters).
+	s, err := apitest.StartWithControllers(ctx, testing.Verbose(), apitest.WithCAPO())
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "capi e2e: cannot start the test API server with the Cluster API controllers:", err)
@@ -214,8 +217,9 @@ func rpc(t *testing.T, disp *oslo.Dispatcher, log *slog.Logger) *conductorapi.AP
 }
 
 // clusterPrimitive is the Cluster magnum-api casts with cluster_create
-// (wire vector cast_cluster_create: version 1.23, no id or status).
-func clusterPrimitive(uuid, name, project, user, templateID string) json.RawMessage {
+// (wire vector cast_cluster_create: version 1.23, no id or status), with
+// the fields of set replacing the defaults.
+func clusterPrimitive(uuid, name, project, user, templateID string, set map[string]any) json.RawMessage {
 	data := map[string]any{
 		"uuid": uuid, "name": name, "project_id": project, "user_id": user, "cluster_template_id": templateID,
 		"keypair": "e2e-kp", "docker_volume_size": 10, "labels": map[string]string{"kube_tag": "v1.33.4"},
@@ -223,6 +227,7 @@ func clusterPrimitive(uuid, name, project, user, templateID string) json.RawMess
 		"discovery_url": nil, "coe_version": nil, "container_version": nil, "fixed_network": nil, "fixed_subnet": nil,
 		"floating_ip_enabled": true, "master_lb_enabled": false,
 	}
+	maps.Copy(data, set)
 	changes := make([]string, 0, len(data))
 	for k := range data {
 		changes = append(changes, k)
@@ -583,7 +588,7 @@ func TestClusterLifecycleCastsThroughCAPIControllers(t *testing.T) {
 	}
 	l := &lifecycle{t: t, ctx: ctx, admin: admin, store: store, dyn: dyn, uuid: uuid}
 	createTimeout := 60
-	if err := api.ClusterCreateAsync(userCtx(), clusterPrimitive(uuid, "E2E Cluster", project, user, *tmpl.UUID), 1, 1, &createTimeout); err != nil {
+	if err := api.ClusterCreateAsync(userCtx(), clusterPrimitive(uuid, "E2E Cluster", project, user, *tmpl.UUID, nil), 1, 1, &createTimeout); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,0 +1,516 @@
+package e2e
+
+// The Cluster API driver against a real OpenStack (test/openstack: Keystone,
+// Nova with its fake virt driver, Neutron, Glance, Octavia with noop
+// amphorae, Cinder) and the real OpenStack infrastructure provider (CAPO
+// v0.14.2, with its webhooks), driven through the conductor as magnum-api
+// drives it: casts over RabbitMQ, a user's Keystone token in the request
+// context, the periodic status sync. What CAPO makes is checked in
+// OpenStack through its own APIs, as the project's user sees it; the
+// delete must leave nothing in the project (nor the cluster's application
+// credential in Keystone).
+//
+// There is no data plane: servers go ACTIVE under Nova's fake driver but
+// never boot, so no Node joins, the control plane never initialises and
+// the workers' Machines wait for their bootstrap data. The cluster stays
+// CREATE_IN_PROGRESS; what is judged is every OpenStack resource up to the
+// first control-plane server, and the whole teardown.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gcopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/applicationcredentials"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/openstack/magnum-conductor/api/objects"
+	"github.com/openstack/magnum-conductor/api/request"
+	"github.com/openstack/magnum-conductor/certmanager"
+	"github.com/openstack/magnum-conductor/drivers/capi"
+	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep"
+	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
+	"github.com/openstack/magnum-conductor/internal/wiring"
+	"github.com/openstack/magnum-conductor/test/openstack"
+)
+
+var gvrOpenStackCluster = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1",
+	Resource: "openstackclusters"}
+
+// osClients are the project user's clients of each OpenStack service.
+type osClients struct {
+	compute, network, image, lb, volume *gophercloud.ServiceClient
+}
+
+func newOSClients(t *testing.T, p *openstack.Project) osClients {
+	t.Helper()
+	eo := p.Cloud().EndpointOpts()
+	var c osClients
+	var err error
+	for _, mk := range []func() error{
+		func() error { c.compute, err = gcopenstack.NewComputeV2(p.Provider, eo); return err },
+		func() error { c.network, err = gcopenstack.NewNetworkV2(p.Provider, eo); return err },
+		func() error { c.image, err = gcopenstack.NewImageV2(p.Provider, eo); return err },
+		func() error { c.lb, err = gcopenstack.NewLoadBalancerV2(p.Provider, eo); return err },
+		func() error { c.volume, err = gcopenstack.NewBlockStorageV3(p.Provider, eo); return err },
+	} {
+		if err := mk(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.compute.Microversion = "2.64" // server groups with a policy (not a list)
+	return c
+}
+
+// projectImage uploads a 1 MiB raw image into the project with the
+// properties the driver checks (os_distro, kube_version).
+func projectImage(ctx context.Context, t *testing.T, c osClients, kubeTag string) string {
+	t.Helper()
+	img, err := images.Create(ctx, c.image, images.CreateOpts{Name: "capo-e2e-ubuntu", ContainerFormat: "bare", DiskFormat: "raw",
+		Properties: map[string]string{"os_distro": "ubuntu", "kube_version": kubeTag}}).Extract()
+	if err != nil {
+		t.Fatalf("create image: %v", err)
+	}
+	if err := imagedata.Upload(ctx, c.image, img.ID, bytes.NewReader(make([]byte, 1<<20))).ExtractErr(); err != nil {
+		t.Fatalf("upload image: %v", err)
+	}
+	eventually(t, "image active", time.Minute, func() (bool, string) {
+		got, err := images.Get(ctx, c.image, img.ID).Extract()
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status == images.ImageStatusActive, string(got.Status)
+	})
+	return img.ID
+}
+
+// inProject lists what the project holds of one kind, by name.
+type inProject struct {
+	networks, subnets, routers, secGroups, lbs, fips, servers, serverGroups, volumes []string
+}
+
+func listProject(ctx context.Context, t *testing.T, c osClients, projectID string) (inProject, error) {
+	t.Helper()
+	var out inProject
+	nets, err := networks.List(c.network, networks.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	ns, _ := networks.ExtractNetworks(nets)
+	for _, n := range ns {
+		out.networks = append(out.networks, n.Name)
+	}
+	sp, err := subnets.List(c.network, subnets.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	ss, _ := subnets.ExtractSubnets(sp)
+	for _, s := range ss {
+		out.subnets = append(out.subnets, s.Name+" "+s.CIDR)
+	}
+	rp, err := routers.List(c.network, routers.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	rs, _ := routers.ExtractRouters(rp)
+	for _, r := range rs {
+		out.routers = append(out.routers, r.Name)
+	}
+	gp, err := groups.List(c.network, groups.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	gs, _ := groups.ExtractGroups(gp)
+	for _, g := range gs {
+		if g.Name != "default" {
+			out.secGroups = append(out.secGroups, g.Name)
+		}
+	}
+	lp, err := loadbalancers.List(c.lb, loadbalancers.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	ls, _ := loadbalancers.ExtractLoadBalancers(lp)
+	for _, l := range ls {
+		out.lbs = append(out.lbs, l.Name+" "+l.ProvisioningStatus)
+	}
+	fp, err := floatingips.List(c.network, floatingips.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	fs, _ := floatingips.ExtractFloatingIPs(fp)
+	for _, f := range fs {
+		out.fips = append(out.fips, f.FloatingIP+" "+f.Status)
+	}
+	svp, err := servers.List(c.compute, servers.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	svs, _ := servers.ExtractServers(svp)
+	for _, s := range svs {
+		out.servers = append(out.servers, s.Name+" "+s.Status)
+	}
+	sgp, err := servergroups.List(c.compute, servergroups.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	sgs, _ := servergroups.ExtractServerGroups(sgp)
+	for _, g := range sgs {
+		out.serverGroups = append(out.serverGroups, g.Name)
+	}
+	vp, err := volumes.List(c.volume, volumes.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return out, err
+	}
+	vs, _ := volumes.ExtractVolumes(vp)
+	for _, v := range vs {
+		out.volumes = append(out.volumes, v.Name+" "+v.Status)
+	}
+	return out, nil
+}
+
+func (p inProject) String() string {
+	return fmt.Sprintf("networks %q, subnets %q, routers %q, security groups %q, load balancers %q, floating IPs %q, servers %q, server groups %q, volumes %q",
+		p.networks, p.subnets, p.routers, p.secGroups, p.lbs, p.fips, p.servers, p.serverGroups, p.volumes)
+}
+
+func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
+	if server == nil {
+		t.Skip("end-to-end test: needs the test kube-apiserver and the Cluster API controllers (not started with -short)")
+	}
+	cloud := openstack.Need(t)
+	proj := cloud.NewProject(t, "capo-e2e")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(server.Controllers().Logs(200))
+		}
+	})
+	oc := newOSClients(t, proj)
+	const kubeTag = "v1.33.4"
+	imageID := projectImage(ctx, t, oc, kubeTag)
+	if _, err := keypairs.Create(ctx, oc.compute, keypairs.CreateOpts{Name: "capo-e2e",
+		PublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBzBpl7tOfvnJ5OvMaN7O6gVfSVZk0J0yNfXJTpXrqKU capo-e2e"}).Extract(); err != nil {
+		t.Fatalf("create keypair: %v", err)
+	}
+
+	// The conductor, with the driver as cmd/magnum-conductor builds it
+	// (capi.NewForConfig: the cloud sweep, server groups, flavor and image
+	// checks through gophercloud), the released class for the real CAPO,
+	// and the application-credential issuer on the real Keystone (the
+	// admin as [keystone_auth]'s service user, which revokes at the end of
+	// a delete when no user token is at hand).
+	issuer, err := keystone.New(keystone.Options{AuthURL: cloud.AuthURL, Timeout: 10 * time.Second,
+		Service: keystone.ServiceCredentials{AuthURL: cloud.AuthURL, Username: cloud.Admin.Username, Password: cloud.Admin.Password,
+			UserDomainName: cloud.Admin.UserDomainName, ProjectName: cloud.Admin.ProjectName,
+			ProjectDomainName: cloud.Admin.ProjectDomainName}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openStore(t, log)
+	certs, err := certmanager.New(certmanager.Options{CertManagerType: "x509keypair", KeyPoolSize: -1}, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(server.Config)
+	cfg.Timeout = 30 * time.Second
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsPrefix := "os" + randHex(3)
+	drv, err := capi.NewForConfig(cfg, capi.Options{NamespacePrefix: nsPrefix, CreateTimeout: 20 * time.Minute,
+		DeleteTimeout: 20 * time.Minute, CloudRegion: cloud.Region, CloudInterface: "public"},
+		wiring.CertSource{Certs: certs}, issuer, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, _ := startConductor(t, store, certs, drv, log)
+
+	admin := request.With(ctx, request.Admin())
+	tmpl := &objects.ClusterTemplate{UUID: objects.Str(newUUID()), Name: objects.Str("capo-e2e"), ProjectID: objects.Str(proj.ID),
+		UserID: objects.Str(proj.UserID), ImageID: objects.Str(imageID), FlavorID: objects.Str("m1.medium"),
+		MasterFlavorID: objects.Str("m1.medium"), ExternalNetworkID: objects.Str(cloud.ExternalNetworkName),
+		DNSNameserver: objects.Str("127.0.0.53"), Coe: "kubernetes", ServerType: objects.Str("vm"), ClusterDistro: objects.Str("ubuntu"),
+		Driver: objects.Str(capi.DriverName), FloatingIPEnabled: true, MasterLBEnabled: true, KeypairID: objects.Str("capo-e2e"),
+		Labels: map[string]string{"kube_tag": kubeTag}}
+	if err := store.CreateClusterTemplate(admin, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	token := proj.Provider.Token()
+	uuid := newUUID()
+	userCtx := func() context.Context {
+		return request.With(ctx, &request.Context{UserID: proj.UserID, ProjectID: proj.ID, UserName: proj.Username,
+			ProjectName: proj.Name, AuthToken: token, AuthURL: cloud.AuthURL, Roles: cloud.MemberRoles,
+			RequestID: request.NewRequestID()})
+	}
+	l := &lifecycle{t: t, ctx: ctx, admin: admin, store: store, dyn: dyn, uuid: uuid}
+	createTimeout := 60
+	if err := api.ClusterCreateAsync(userCtx(), clusterPrimitive(uuid, "capo-e2e", proj.ID, proj.UserID, *tmpl.UUID, map[string]any{
+		"keypair": "capo-e2e", "master_flavor_id": "m1.medium", "flavor_id": "m1.medium", "master_lb_enabled": true,
+	}), 1, 1, &createTimeout); err != nil {
+		t.Fatal(err)
+	}
+	var cluster *objects.Cluster
+	eventually(t, "CAPI Cluster written", 2*time.Minute, func() (bool, string) {
+		c, ngs := l.rows()
+		if c == nil {
+			return false, "no cluster row"
+		}
+		cluster = c
+		if c.Status == objects.CreateFailed {
+			t.Fatalf("create failed: %s", describe(c, ngs))
+		}
+		return objects.Deref(c.StackID) != "", describe(c, ngs)
+	})
+	ns, name, _ := strings.Cut(objects.Deref(cluster.StackID), "/")
+	l.ns, l.name = ns, name
+
+	// CAPO reconciles the OpenStackCluster to ready with the network,
+	// router, security groups, load balancer and floating IP the template
+	// asks for, and the first control-plane server goes ACTIVE.
+	var seen inProject
+	eventually(t, "the cluster's OpenStack resources and its first server", 8*time.Minute, func() (bool, string) {
+		c, ngs := l.rows()
+		if c != nil && c.Status == objects.CreateFailed {
+			t.Fatalf("create failed: %s", describe(c, ngs))
+		}
+		p, err := listProject(ctx, t, oc, proj.ID)
+		if err != nil {
+			return false, err.Error()
+		}
+		seen = p
+		cl := l.cluster()
+		if cl == nil || cl.Spec.InfrastructureRef.Name == "" {
+			return false, "no infrastructure cluster yet"
+		}
+		osc, err := dyn.Resource(gvrOpenStackCluster).Namespace(ns).Get(ctx, cl.Spec.InfrastructureRef.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "OpenStackCluster: " + err.Error()
+		}
+		ready, _, _ := unstructuredBool(osc.Object, "status", "ready")
+		if !ready {
+			return false, "OpenStackCluster not ready; " + p.String()
+		}
+		if len(p.servers) != 1 || !strings.HasSuffix(p.servers[0], " ACTIVE") {
+			return false, p.String()
+		}
+		return true, ""
+	})
+	if len(seen.networks) != 1 || len(seen.subnets) != 1 || !strings.HasSuffix(seen.subnets[0], " 10.0.0.0/24") ||
+		len(seen.routers) != 1 || len(seen.secGroups) != 2 || len(seen.lbs) != 1 || !strings.HasSuffix(seen.lbs[0], " ACTIVE") {
+		t.Errorf("OpenStack resources of a default cluster: %s", seen)
+	}
+	if len(seen.fips) != 1 || !strings.HasPrefix(seen.fips[0], "127.77.") {
+		t.Errorf("floating IPs %q, want one on the API load balancer, from the loopback external network", seen.fips)
+	}
+	c, _ := l.rows()
+	if c.Status != objects.CreateInProgress {
+		t.Errorf("status %s (%s): with no data plane the create stays in progress", c.Status, objects.Deref(c.StatusReason))
+	}
+	// The API endpoint is the floating IP on the load balancer.
+	if ep := objects.Deref(c.APIAddress); ep != "" && !strings.Contains(ep, strings.Fields(seen.fips[0])[0]) {
+		t.Errorf("api_address %s is not the floating IP %s", ep, seen.fips[0])
+	}
+	checkLoadBalancer(ctx, t, oc, proj.ID)
+	checkServer(ctx, t, oc, imageID)
+
+	// What the cluster's cloud controller manager and Cinder CSI plugin
+	// would have made, which CAPO does not know about: the delete's sweep
+	// removes them.
+	sweepTargets(ctx, t, oc, name)
+
+	if err := api.ClusterDeleteAsync(userCtx(), uuid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cluster's rows removed", 8*time.Minute, func() (bool, string) {
+		c, ngs := l.rows()
+		if c != nil && c.Status == objects.DeleteFailed {
+			t.Fatalf("delete failed: %s", describe(c, ngs))
+		}
+		return c == nil, describe(c, ngs)
+	})
+	// Nothing left in the project, nor the cluster's credential.
+	left, err := cloud.Leftovers(ctx, proj.ID, proj.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's own image and keypair are not the cluster's.
+	left = slices.DeleteFunc(left, func(s string) bool {
+		return strings.Contains(s, imageID) || strings.Contains(s, "capo-e2e-ubuntu") || strings.Contains(s, "keypair")
+	})
+	if len(left) > 0 {
+		t.Errorf("left in the project after the delete: %q", left)
+	}
+	idc, err := gcopenstack.NewIdentityV3(cloud.AdminProvider(t), cloud.EndpointOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := applicationcredentials.List(idc, proj.UserID, applicationcredentials.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds, _ := applicationcredentials.ExtractApplicationCredentials(pages); len(creds) != 0 {
+		t.Errorf("the user's application credentials after the delete: %+v", creds)
+	}
+}
+
+func unstructuredBool(obj map[string]any, path ...string) (bool, bool, error) {
+	cur := any(obj)
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false, false, nil
+		}
+		cur = m[p]
+	}
+	b, ok := cur.(bool)
+	return b, ok, nil
+}
+
+// checkLoadBalancer: the API load balancer has a listener on 6443, a pool
+// with a health monitor, and the control-plane server as a member.
+func checkLoadBalancer(ctx context.Context, t *testing.T, c osClients, projectID string) {
+	t.Helper()
+	lp, err := listeners.List(c.lb, listeners.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, _ := listeners.ExtractListeners(lp)
+	if len(ls) != 1 || ls[0].ProtocolPort != 6443 {
+		t.Errorf("listeners %+v, want one on 6443", ls)
+	}
+	pp, err := pools.List(c.lb, pools.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := pools.ExtractPools(pp)
+	if len(ps) != 1 {
+		t.Fatalf("pools %+v, want one", ps)
+	}
+	eventually(t, "the control-plane server a member of the API pool", 2*time.Minute, func() (bool, string) {
+		mp, err := pools.ListMembers(c.lb, ps[0].ID, pools.ListMembersOpts{}).AllPages(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		ms, _ := pools.ExtractMembers(mp)
+		return len(ms) == 1 && ms[0].ProtocolPort == 6443, fmt.Sprintf("members %+v", ms)
+	})
+	mp, err := monitors.List(c.lb, monitors.ListOpts{ProjectID: projectID}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := monitors.ExtractMonitors(mp); len(ms) != 1 {
+		t.Errorf("health monitors %+v, want one", ms)
+	}
+}
+
+// checkServer: the control-plane server has the template's flavor, the
+// image, the keypair, a port on the cluster's network, and is in the
+// server group the driver made for the control plane.
+func checkServer(ctx context.Context, t *testing.T, c osClients, imageID string) {
+	t.Helper()
+	sp, err := servers.List(c.compute, servers.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, _ := servers.ExtractServers(sp)
+	if len(ss) != 1 {
+		t.Fatalf("servers %d, want 1", len(ss))
+	}
+	s := ss[0]
+	if s.Flavor["original_name"] != "m1.medium" || s.Image["id"] != imageID || s.KeyName != "capo-e2e" {
+		t.Errorf("server %s: flavor %v, image %v, key %q; want m1.medium, %s, capo-e2e", s.Name, s.Flavor, s.Image, s.KeyName, imageID)
+	}
+	if len(s.Addresses) != 1 {
+		t.Errorf("server %s addresses %v, want a port on the cluster's network", s.Name, s.Addresses)
+	}
+	gp, err := servergroups.List(c.compute, servergroups.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, _ := servergroups.ExtractServerGroups(gp)
+	in := ""
+	for _, g := range gs {
+		if slices.Contains(g.Members, s.ID) {
+			in = g.Name
+		}
+	}
+	if in == "" {
+		t.Errorf("server %s is in none of the server groups %v", s.Name, gs)
+	}
+}
+
+// sweepTargets makes, as the project's user, a load balancer named as the
+// OpenStack cloud controller manager names a Service's, with a floating IP
+// on its VIP, and a volume with the Cinder CSI plugin's cluster metadata.
+func sweepTargets(ctx context.Context, t *testing.T, c osClients, clusterName string) {
+	t.Helper()
+	sp, err := subnets.List(c.network, subnets.ListOpts{CIDR: "10.0.0.0/24"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, _ := subnets.ExtractSubnets(sp)
+	if len(ss) != 1 {
+		t.Fatalf("the cluster's subnet: %d found", len(ss))
+	}
+	lb, err := loadbalancers.Create(ctx, c.lb, loadbalancers.CreateOpts{Name: cloudsweep.LoadBalancerPrefix(clusterName) + "default_web",
+		VipSubnetID: ss[0].ID}).Extract()
+	if err != nil {
+		t.Fatalf("create a Service's load balancer: %v", err)
+	}
+	eventually(t, "the Service's load balancer active", 2*time.Minute, func() (bool, string) {
+		got, err := loadbalancers.Get(ctx, c.lb, lb.ID).Extract()
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.ProvisioningStatus == "ACTIVE", got.ProvisioningStatus
+	})
+	ext := ""
+	np, err := networks.List(c.network, networks.ListOpts{Name: "public"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nets, _ := networks.ExtractNetworks(np); len(nets) == 1 {
+		ext = nets[0].ID
+	}
+	if _, err := floatingips.Create(ctx, c.network, floatingips.CreateOpts{FloatingNetworkID: ext, PortID: lb.VipPortID}).Extract(); err != nil {
+		t.Fatalf("floating IP on the Service's load balancer: %v", err)
+	}
+	if _, err := volumes.Create(ctx, c.volume, volumes.CreateOpts{Size: 1, Name: "pvc-capo-e2e",
+		Metadata: map[string]string{cloudsweep.VolumeClusterKey: clusterName}}, nil).Extract(); err != nil {
+		t.Fatalf("create a PersistentVolume's volume: %v", err)
+	}
+}
