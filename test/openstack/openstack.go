@@ -46,6 +46,10 @@ type Cloud struct {
 	// AuthURL is Keystone's v3 URL (http://127.0.0.1:…/v3).
 	AuthURL string `json:"auth_url"`
 	Region  string `json:"region"`
+	// Endpoints are the catalogue's public URLs by service type (identity,
+	// compute, placement, network, image, volumev3, load-balancer), as
+	// Keystone lists them ("%(project_id)s" left in Cinder's).
+	Endpoints map[string]string `json:"endpoints"`
 	// Admin is the cloud admin (project admin in domain Default).
 	Admin struct {
 		Username          string `json:"username"`
