@@ -185,15 +185,20 @@ func (c *Cloud) AdminAuthOptions() gophercloud.AuthOptions {
 // shared by the test binary.
 func (c *Cloud) AdminProvider(t testing.TB) *gophercloud.ProviderClient {
 	t.Helper()
+	if err := c.authenticateAdmin(); err != nil {
+		t.Fatalf("authenticate as the cloud admin: %v", err)
+	}
+	return c.admin
+}
+
+// authenticateAdmin authenticates the shared admin client once.
+func (c *Cloud) authenticateAdmin() error {
 	c.adminOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c.admin, c.adminErr = openstack.AuthenticatedClient(ctx, c.AdminAuthOptions())
 	})
-	if c.adminErr != nil {
-		t.Fatalf("authenticate as the cloud admin: %v", c.adminErr)
-	}
-	return c.admin
+	return c.adminErr
 }
 
 // EndpointOpts selects the plane's public endpoints.
