@@ -46,6 +46,10 @@ type Cloud struct {
 	// AuthURL is Keystone's v3 URL (http://127.0.0.1:…/v3).
 	AuthURL string `json:"auth_url"`
 	Region  string `json:"region"`
+	// Endpoints are the catalogue's public URLs by service type (identity,
+	// compute, placement, network, image, volumev3, load-balancer), as
+	// Keystone lists them ("%(project_id)s" left in Cinder's).
+	Endpoints map[string]string `json:"endpoints"`
 	// Admin is the cloud admin (project admin in domain Default).
 	Admin struct {
 		Username          string `json:"username"`
@@ -181,15 +185,20 @@ func (c *Cloud) AdminAuthOptions() gophercloud.AuthOptions {
 // shared by the test binary.
 func (c *Cloud) AdminProvider(t testing.TB) *gophercloud.ProviderClient {
 	t.Helper()
+	if err := c.authenticateAdmin(); err != nil {
+		t.Fatalf("authenticate as the cloud admin: %v", err)
+	}
+	return c.admin
+}
+
+// authenticateAdmin authenticates the shared admin client once.
+func (c *Cloud) authenticateAdmin() error {
 	c.adminOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c.admin, c.adminErr = openstack.AuthenticatedClient(ctx, c.AdminAuthOptions())
 	})
-	if c.adminErr != nil {
-		t.Fatalf("authenticate as the cloud admin: %v", c.adminErr)
-	}
-	return c.admin
+	return c.adminErr
 }
 
 // EndpointOpts selects the plane's public endpoints.

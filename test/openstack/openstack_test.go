@@ -427,3 +427,52 @@ func status[T any](v *T, err error) (string, error) {
 	}
 	return "", nil
 }
+
+// TestLeftoversAndPurge: what NewProject's cleanup and the tests' "the
+// project is empty" rest on: Leftovers lists what a project holds (here a
+// network with its port, a router, a server group, a volume, a floating
+// IP) and Purge deletes it all, leaving Leftovers empty. Also: a second
+// up on the running plane returns at once with the same state.
+func TestLeftoversAndPurge(t *testing.T) {
+	t.Parallel()
+	c := openstack.Need(t)
+	p := c.NewProject(t, "purge")
+	ctx := ctxFor(t, 4*time.Minute)
+	netc := service(t, "network", gos.NewNetworkV2, p.Provider, c)
+	compute := service(t, "compute", gos.NewComputeV2, p.Provider, c)
+	compute.Microversion = "2.64"
+	bsc := service(t, "block-storage", gos.NewBlockStorageV3, p.Provider, c)
+	n, _ := privateNetwork(t, ctx, netc, "purge", "10.40.0.0/24")
+	check(ports.Create(ctx, netc, ports.CreateOpts{NetworkID: n.ID, Name: "purge-port"}).Extract())(t, "create port")
+	check(routers.Create(ctx, netc, routers.CreateOpts{Name: "purge-router", GatewayInfo: &routers.GatewayInfo{NetworkID: c.ExternalNetworkID}}).Extract())(t, "create router")
+	check(servergroups.Create(ctx, compute, servergroups.CreateOpts{Name: "purge-group", Policy: "soft-affinity"}).Extract())(t, "create server group")
+	check(volumes.Create(ctx, bsc, volumes.CreateOpts{Name: "purge-volume", Size: 1}, nil).Extract())(t, "create volume")
+	check(floatingips.Create(ctx, netc, floatingips.CreateOpts{FloatingNetworkID: c.ExternalNetworkID}).Extract())(t, "create floating IP")
+
+	left, err := c.Leftovers(ctx, p.ID, p.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(left, "\n")
+	for _, want := range []string{"network purge", "port purge-port", "router purge-router", "server group purge-group", "volume purge-volume", "floating IP 127.77."} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Leftovers does not list %q:\n%s", want, all)
+		}
+	}
+	if err := c.Purge(ctx, p.ID, p.UserID); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	assertEmpty(t, ctx, p)
+
+	start := time.Now()
+	if again := openstack.Need(t); again != c {
+		t.Error("Need brought the plane up twice in one test binary")
+	}
+	out, err := testkit.CombinedOutput(time.Minute, "./up")
+	if err != nil || !strings.Contains(string(out), "is up (") || time.Since(start) > 10*time.Second {
+		t.Errorf("up on a running plane: %v after %s:\n%s", err, time.Since(start), out)
+	}
+	if c2, err := openstack.Load(openstack.StateFile()); err != nil || c2.ExternalNetworkID != c.ExternalNetworkID || c2.AuthURL != c.AuthURL {
+		t.Errorf("the state after a second up: %+v, %v", c2, err)
+	}
+}

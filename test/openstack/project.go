@@ -144,11 +144,8 @@ type adminClients struct {
 }
 
 func (c *Cloud) adminClients(ctx context.Context) (*adminClients, error) {
-	if c.admin == nil {
-		c.adminOnce.Do(func() { c.admin, c.adminErr = openstack.AuthenticatedClient(ctx, c.AdminAuthOptions()) })
-	}
-	if c.adminErr != nil {
-		return nil, c.adminErr
+	if err := c.authenticateAdmin(); err != nil {
+		return nil, err
 	}
 	eo := c.EndpointOpts()
 	var a adminClients

@@ -133,6 +133,7 @@ def resources(conn):
             allocation_pools=[{"start": prefix + ".0.10", "end": prefix + ".255.250"}])
     json.dump({
         "auth_url": E["OSTEST_AUTH_URL"],
+        "endpoints": {typ: "http://127.0.0.1:%s%s" % (port, path) for _, typ, port, path in SERVICES},
         "region": REGION,
         "admin": {"username": "admin", "password": E["ADMIN_PASSWORD"], "project_name": "admin",
                   "user_domain_name": "Default", "project_domain_name": "Default"},
