@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -201,11 +202,40 @@ func (p inProject) String() string {
 		p.networks, p.subnets, p.routers, p.secGroups, p.lbs, p.fips, p.servers, p.serverGroups, p.volumes)
 }
 
+// osCase is one cluster of TestRealOpenStackClusterThroughTheConductor:
+// the template's options that shape OpenStack objects.
+type osCase struct {
+	name string
+	// masterLB: an API load balancer (else the floating IP is on the
+	// control-plane server's port).
+	masterLB bool
+	// fixedNetwork: the user's own network, subnet and router, named in
+	// the template (else CAPO makes them).
+	fixedNetwork bool
+	// labels beside kube_tag.
+	labels map[string]string
+	// bootVolumeGiB: the servers boot from a Cinder volume of this size.
+	bootVolumeGiB int
+}
+
 func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 	if server == nil {
 		t.Skip("end-to-end test: needs the test kube-apiserver and the Cluster API controllers (not started with -short)")
 	}
 	cloud := openstack.Need(t)
+	for _, tc := range []osCase{
+		{name: "defaults", masterLB: true},
+		{name: "fixed network, no load balancer, boot volume", fixedNetwork: true, bootVolumeGiB: 10,
+			labels: map[string]string{"boot_volume_size": "10", "boot_volume_type": cloud.VolumeType}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			realOpenStackCluster(t, cloud, tc)
+		})
+	}
+}
+
+func realOpenStackCluster(t *testing.T, cloud *openstack.Cloud, tc osCase) {
 	proj := cloud.NewProject(t, "capo-e2e")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
@@ -224,6 +254,18 @@ func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 	if _, err := keypairs.Create(ctx, oc.compute, keypairs.CreateOpts{Name: "capo-e2e",
 		PublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBzBpl7tOfvnJ5OvMaN7O6gVfSVZk0J0yNfXJTpXrqKU capo-e2e"}).Extract(); err != nil {
 		t.Fatalf("create keypair: %v", err)
+	}
+
+	subnetCIDR := "10.0.0.0/24"
+	var fixedNet, fixedSubnet string
+	if tc.fixedNetwork {
+		subnetCIDR = "192.168.77.0/24"
+		fixedNet, fixedSubnet = userNetwork(ctx, t, oc, cloud.ExternalNetworkID, subnetCIDR)
+	}
+	// What the project holds before the cluster: the test's own, kept.
+	baseline, err := cloud.Leftovers(ctx, proj.ID, proj.UserID)
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	// The conductor, with the driver as cmd/magnum-conductor builds it
@@ -264,8 +306,12 @@ func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 		UserID: objects.Str(proj.UserID), ImageID: objects.Str(imageID), FlavorID: objects.Str("m1.medium"),
 		MasterFlavorID: objects.Str("m1.medium"), ExternalNetworkID: objects.Str(cloud.ExternalNetworkName),
 		DNSNameserver: objects.Str("127.0.0.53"), Coe: "kubernetes", ServerType: objects.Str("vm"), ClusterDistro: objects.Str("ubuntu"),
-		Driver: objects.Str(capi.DriverName), FloatingIPEnabled: true, MasterLBEnabled: true, KeypairID: objects.Str("capo-e2e"),
+		Driver: objects.Str(capi.DriverName), FloatingIPEnabled: true, MasterLBEnabled: tc.masterLB, KeypairID: objects.Str("capo-e2e"),
 		Labels: map[string]string{"kube_tag": kubeTag}}
+	maps.Copy(tmpl.Labels, tc.labels)
+	if tc.fixedNetwork {
+		tmpl.FixedNetwork, tmpl.FixedSubnet = objects.Str(fixedNet), objects.Str(fixedSubnet)
+	}
 	if err := store.CreateClusterTemplate(admin, tmpl); err != nil {
 		t.Fatal(err)
 	}
@@ -278,9 +324,13 @@ func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 	}
 	l := &lifecycle{t: t, ctx: ctx, admin: admin, store: store, dyn: dyn, uuid: uuid}
 	createTimeout := 60
-	if err := api.ClusterCreateAsync(userCtx(), clusterPrimitive(uuid, "capo-e2e", proj.ID, proj.UserID, *tmpl.UUID, map[string]any{
-		"keypair": "capo-e2e", "master_flavor_id": "m1.medium", "flavor_id": "m1.medium", "master_lb_enabled": true,
-	}), 1, 1, &createTimeout); err != nil {
+	set := map[string]any{"keypair": "capo-e2e", "master_flavor_id": "m1.medium", "flavor_id": "m1.medium",
+		"master_lb_enabled": tc.masterLB, "labels": tmpl.Labels}
+	if tc.fixedNetwork {
+		set["fixed_network"], set["fixed_subnet"] = fixedNet, fixedSubnet
+	}
+	if err := api.ClusterCreateAsync(userCtx(), clusterPrimitive(uuid, "capo-e2e", proj.ID, proj.UserID, *tmpl.UUID, set),
+		1, 1, &createTimeout); err != nil {
 		t.Fatal(err)
 	}
 	var cluster *objects.Cluster
@@ -329,13 +379,26 @@ func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 		}
 		return true, ""
 	})
-	if len(seen.networks) != 1 || len(seen.subnets) != 1 || !strings.HasSuffix(seen.subnets[0], " 10.0.0.0/24") ||
-		len(seen.routers) != 1 || len(seen.secGroups) != 2 || len(seen.lbs) != 1 || !strings.HasSuffix(seen.lbs[0], " ACTIVE") {
-		t.Errorf("OpenStack resources of a default cluster: %s", seen)
+	// One network, subnet and router: CAPO's, or the user's own (CAPO
+	// makes none then); two security groups (control plane, workers).
+	if len(seen.networks) != 1 || len(seen.subnets) != 1 || !strings.HasSuffix(seen.subnets[0], " "+subnetCIDR) ||
+		len(seen.routers) != 1 || len(seen.secGroups) != 2 {
+		t.Errorf("OpenStack resources of the cluster: %s", seen)
+	}
+	if tc.fixedNetwork && (seen.networks[0] != fixedNet || seen.routers[0] != fixedNet+"-router") {
+		t.Errorf("networks %q, routers %q: CAPO made its own beside the fixed network", seen.networks, seen.routers)
+	}
+	wantLBs := 0
+	if tc.masterLB {
+		wantLBs = 1
+	}
+	if len(seen.lbs) != wantLBs || (wantLBs == 1 && !strings.HasSuffix(seen.lbs[0], " ACTIVE")) {
+		t.Errorf("load balancers %q, want %d ACTIVE", seen.lbs, wantLBs)
 	}
 	if len(seen.fips) != 1 || !strings.HasPrefix(seen.fips[0], "127.77.") {
-		t.Errorf("floating IPs %q, want one on the API load balancer, from the loopback external network", seen.fips)
+		t.Errorf("floating IPs %q, want one for the API, from the loopback external network", seen.fips)
 	}
+	checkVolumes(ctx, t, oc, tc.bootVolumeGiB, cloud.VolumeType)
 	c, _ := l.rows()
 	if c.Status != objects.CreateInProgress {
 		t.Errorf("status %s (%s): with no data plane the create stays in progress", c.Status, objects.Deref(c.StatusReason))
@@ -344,13 +407,15 @@ func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 	if ep := objects.Deref(c.APIAddress); ep != "" && !strings.Contains(ep, strings.Fields(seen.fips[0])[0]) {
 		t.Errorf("api_address %s is not the floating IP %s", ep, seen.fips[0])
 	}
-	checkLoadBalancer(ctx, t, oc, proj.ID)
-	checkServer(ctx, t, oc, imageID)
+	if tc.masterLB {
+		checkLoadBalancer(ctx, t, oc, proj.ID)
+	}
+	checkServer(ctx, t, oc, imageID, tc.bootVolumeGiB > 0)
 
 	// What the cluster's cloud controller manager and Cinder CSI plugin
 	// would have made, which CAPO does not know about: the delete's sweep
 	// removes them.
-	sweepTargets(ctx, t, oc, name)
+	sweepTargets(ctx, t, oc, name, subnetCIDR)
 
 	if err := api.ClusterDeleteAsync(userCtx(), uuid); err != nil {
 		t.Fatal(err)
@@ -367,10 +432,8 @@ func TestRealOpenStackClusterThroughTheConductor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test's own image and keypair are not the cluster's.
-	left = slices.DeleteFunc(left, func(s string) bool {
-		return strings.Contains(s, imageID) || strings.Contains(s, "capo-e2e-ubuntu") || strings.Contains(s, "keypair")
-	})
+	// What the test made itself (image, keypair, a fixed network) stays.
+	left = slices.DeleteFunc(left, func(s string) bool { return slices.Contains(baseline, s) })
 	if len(left) > 0 {
 		t.Errorf("left in the project after the delete: %q", left)
 	}
@@ -440,7 +503,7 @@ func checkLoadBalancer(ctx context.Context, t *testing.T, c osClients, projectID
 // checkServer: the control-plane server has the template's flavor, the
 // image, the keypair, a port on the cluster's network, and is in the
 // server group the driver made for the control plane.
-func checkServer(ctx context.Context, t *testing.T, c osClients, imageID string) {
+func checkServer(ctx context.Context, t *testing.T, c osClients, imageID string, fromVolume bool) {
 	t.Helper()
 	sp, err := servers.List(c.compute, servers.ListOpts{}).AllPages(ctx)
 	if err != nil {
@@ -451,8 +514,13 @@ func checkServer(ctx context.Context, t *testing.T, c osClients, imageID string)
 		t.Fatalf("servers %d, want 1", len(ss))
 	}
 	s := ss[0]
-	if s.Flavor["original_name"] != "m1.medium" || s.Image["id"] != imageID || s.KeyName != "capo-e2e" {
-		t.Errorf("server %s: flavor %v, image %v, key %q; want m1.medium, %s, capo-e2e", s.Name, s.Flavor, s.Image, s.KeyName, imageID)
+	if s.Flavor["original_name"] != "m1.medium" || s.KeyName != "capo-e2e" {
+		t.Errorf("server %s: flavor %v, key %q; want m1.medium, capo-e2e", s.Name, s.Flavor, s.KeyName)
+	}
+	// Booted from the image, or from a volume made from it (Nova shows no
+	// image then).
+	if img, _ := s.Image["id"].(string); (img == imageID) == fromVolume {
+		t.Errorf("server %s: image %v, booted from a volume %v", s.Name, s.Image, fromVolume)
 	}
 	if len(s.Addresses) != 1 {
 		t.Errorf("server %s addresses %v, want a port on the cluster's network", s.Name, s.Addresses)
@@ -476,9 +544,9 @@ func checkServer(ctx context.Context, t *testing.T, c osClients, imageID string)
 // sweepTargets makes, as the project's user, a load balancer named as the
 // OpenStack cloud controller manager names a Service's, with a floating IP
 // on its VIP, and a volume with the Cinder CSI plugin's cluster metadata.
-func sweepTargets(ctx context.Context, t *testing.T, c osClients, clusterName string) {
+func sweepTargets(ctx context.Context, t *testing.T, c osClients, clusterName, subnetCIDR string) {
 	t.Helper()
-	sp, err := subnets.List(c.network, subnets.ListOpts{CIDR: "10.0.0.0/24"}).AllPages(ctx)
+	sp, err := subnets.List(c.network, subnets.ListOpts{CIDR: subnetCIDR}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,5 +580,66 @@ func sweepTargets(ctx context.Context, t *testing.T, c osClients, clusterName st
 	if _, err := volumes.Create(ctx, c.volume, volumes.CreateOpts{Size: 1, Name: "pvc-capo-e2e",
 		Metadata: map[string]string{cloudsweep.VolumeClusterKey: clusterName}}, nil).Extract(); err != nil {
 		t.Fatalf("create a PersistentVolume's volume: %v", err)
+	}
+}
+
+// userNetwork makes, as the project's user, a network, a subnet of cidr
+// and a router with the external gateway and an interface on the subnet
+// (what a user names as a template's fixed network), and returns the
+// network's and the subnet's names.
+func userNetwork(ctx context.Context, t *testing.T, c osClients, externalNetworkID, cidr string) (network, subnet string) {
+	t.Helper()
+	network, subnet = "capo-fixed-"+randHex(3), "capo-fixed-subnet"
+	n, err := networks.Create(ctx, c.network, networks.CreateOpts{Name: network}).Extract()
+	if err != nil {
+		t.Fatalf("create network: %v", err)
+	}
+	sn, err := subnets.Create(ctx, c.network, subnets.CreateOpts{NetworkID: n.ID, Name: subnet, CIDR: cidr, IPVersion: 4,
+		DNSNameservers: []string{"127.0.0.53"}}).Extract()
+	if err != nil {
+		t.Fatalf("create subnet: %v", err)
+	}
+	r, err := routers.Create(ctx, c.network, routers.CreateOpts{Name: network + "-router",
+		GatewayInfo: &routers.GatewayInfo{NetworkID: externalNetworkID}}).Extract()
+	if err != nil {
+		t.Fatalf("create router: %v", err)
+	}
+	if _, err := routers.AddInterface(ctx, c.network, r.ID, routers.AddInterfaceOpts{SubnetID: sn.ID}).Extract(); err != nil {
+		t.Fatalf("router interface: %v", err)
+	}
+	return network, subnet
+}
+
+// checkVolumes: the control-plane server has the cluster's
+// docker_volume_size (10 GiB) as an extra volume for containerd and, when
+// bootGiB is not 0, boots from a Cinder volume of that size and type; no
+// other volume.
+func checkVolumes(ctx context.Context, t *testing.T, c osClients, bootGiB int, volumeType string) {
+	t.Helper()
+	pages, err := volumes.List(c.volume, volumes.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _ := volumes.ExtractVolumes(pages)
+	want := 1
+	var containerd, boot bool
+	for _, v := range vs {
+		switch {
+		case strings.HasSuffix(v.Name, "-containerd") && v.Size == 10 && len(v.Attachments) == 1:
+			containerd = true
+		case bootGiB > 0 && v.Size == bootGiB && v.VolumeType == volumeType && v.Bootable == "true" && len(v.Attachments) == 1:
+			boot = true
+		}
+	}
+	if bootGiB > 0 {
+		want = 2
+	}
+	if len(vs) != want || !containerd || boot != (bootGiB > 0) {
+		var got []string
+		for _, v := range vs {
+			got = append(got, fmt.Sprintf("%s %d GiB %s bootable=%s attachments=%d %s", v.Name, v.Size, v.VolumeType, v.Bootable, len(v.Attachments), v.Status))
+		}
+		t.Errorf("volumes %q; want the 10 GiB containerd volume attached, and a %d GiB %s boot volume when asked (boot volume %d GiB)",
+			got, bootGiB, volumeType, bootGiB)
 	}
 }
