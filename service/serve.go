@@ -99,7 +99,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 	// the last deferred wait gives them a moment to return.
 	var bg background
 	bgCtx, stopBG := context.WithCancel(ctx)
-	defer func() {
+	defer func() { //nolint:contextcheck // runs as serve returns, when ctx may be done: the wait has a bound of its own
 		stopBG()
 		waitCtx, cancel := context.WithTimeout(context.Background(), stopSlack)
 		defer cancel()
@@ -239,7 +239,7 @@ func serve(ctx context.Context, st startup, logOut io.Writer) (err error) { //no
 	if metricsSrv != nil {
 		_ = metricsSrv.Shutdown(stopCtx) //nolint:contextcheck // ctx is done by now (SIGTERM): the stop has the grace period of its own
 	}
-	if left := bg.wait(stopCtx); len(left) > 0 {
+	if left := bg.wait(stopCtx); len(left) > 0 { //nolint:contextcheck // ctx is done by now (SIGTERM): the stop has the grace period of its own
 		log.Warn("background work did not stop within the grace period", "tasks", left)
 	}
 	log.Info("magnum-conductor stopped")
