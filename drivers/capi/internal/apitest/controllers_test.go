@@ -327,8 +327,11 @@ func namespaceObjects(ctx context.Context, t *testing.T, s *apitest.Server, _ dy
 }
 
 // The webhooks judge what the schema cannot: a topology variable of the
-// wrong type is refused by the Cluster webhook, against the released
-// OpenStack class, and the same Cluster with the right type is accepted.
+// wrong type is refused by the Cluster webhook, against magnum-v1's
+// variables, and the same Cluster with the right type is accepted. The
+// class is magnum-v1's in-memory variant (the same variables): its
+// OpenStack kinds (CAPO v1beta2) are not served by the released CAPO's
+// CRDs the server runs.
 func TestWebhooksRefuseAVariableOfTheWrongType(t *testing.T) {
 	s, dyn := needControllers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -341,7 +344,11 @@ func TestWebhooksRefuseAVariableOfTheWrongType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	class := applyClass(ctx, t, s, dyn, ns, bundles["v1"])
+	variant, err := apitest.InMemoryClass(bundles["v1"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := applyClass(ctx, t, s, dyn, ns, variant)
 	clusters := dyn.Resource(clusterGVR).Namespace(ns)
 
 	bad := topologyCluster(ns, "wrong-type", class, 1)
