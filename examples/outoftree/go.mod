@@ -31,6 +31,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gorm.io/driver/mysql v1.6.0 // indirect
 	gorm.io/gorm v1.31.2 // indirect
 	modernc.org/libc v1.22.5 // indirect
@@ -42,3 +43,7 @@ require (
 // The conductor from this repository; an outside driver requires a
 // released version instead.
 replace github.com/openstack/magnum-conductor => ../..
+
+// magnumctl is built by the binary test (TestOwnConductorBinary): as a tool,
+// its dependencies (gophercloud's clouds.yaml reader) stay in go.sum.
+tool github.com/openstack/magnum-conductor/cmd/magnumctl
