@@ -528,21 +528,11 @@ func TestClusterLifecycleCastsThroughCAPIControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := openStore(t, log)
-	certs, err := certmanager.New(certmanager.Options{CertManagerType: "x509keypair", KeyPoolSize: -1}, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, certs, _, dyn := conductorParts(t, log)
 
 	// The driver, on the real controllers: the in-memory variant of the
 	// newest released class in its class_dir, kinds resolved through
 	// discovery.
-	cfg := rest.CopyConfig(server.Config)
-	cfg.Timeout = 30 * time.Second
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	released, err := apitest.ReleasedClasses(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -886,4 +876,24 @@ func startConductor(t *testing.T, store *db.Store, certs *certmanager.Manager, d
 		waitDrivers()
 	})
 	return api, rec
+}
+
+// conductorParts are what a conductor under test is built from besides its
+// driver: a database of its own (MariaDB), the certificate manager on it,
+// and the test API server's client configuration (30 s per request) and
+// dynamic client.
+func conductorParts(t *testing.T, log *slog.Logger) (*db.Store, *certmanager.Manager, *rest.Config, dynamic.Interface) {
+	t.Helper()
+	store := openStore(t, log)
+	certs, err := certmanager.New(certmanager.Options{CertManagerType: "x509keypair", KeyPoolSize: -1}, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(server.Config)
+	cfg.Timeout = 30 * time.Second
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, certs, cfg, dyn
 }

@@ -49,12 +49,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/openstack/magnum-conductor/api/objects"
 	"github.com/openstack/magnum-conductor/api/request"
-	"github.com/openstack/magnum-conductor/certmanager"
 	"github.com/openstack/magnum-conductor/drivers/capi"
 	"github.com/openstack/magnum-conductor/drivers/capi/cloudsweep"
 	"github.com/openstack/magnum-conductor/drivers/capi/keystone"
@@ -281,17 +278,7 @@ func realOpenStackCluster(t *testing.T, cloud *openstack.Cloud, tc osCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := openStore(t, log)
-	certs, err := certmanager.New(certmanager.Options{CertManagerType: "x509keypair", KeyPoolSize: -1}, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(server.Config)
-	cfg.Timeout = 30 * time.Second
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, certs, cfg, dyn := conductorParts(t, log)
 	nsPrefix := "os" + randHex(3)
 	drv, err := capi.NewForConfig(cfg, capi.Options{NamespacePrefix: nsPrefix, CreateTimeout: 20 * time.Minute,
 		DeleteTimeout: 20 * time.Minute, CloudRegion: cloud.Region, CloudInterface: "public"},
